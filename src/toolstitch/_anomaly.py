@@ -1,0 +1,97 @@
+"""What a provider did that the OpenAI reference stream does not do.
+
+Rule 8 of the design: every tolerance is visible. Each repair made by the normalize layer (and each
+surprise noticed by the accumulator) becomes one :class:`Anomaly` with a stable ``code``, recorded on the
+call it concerns and on the stream, so users can see what their provider does instead of discovering it
+in a 400 three turns later.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Anomaly", "AnomalyCode"]
+
+
+class AnomalyCode:
+    """The stable anomaly codes. Values are plain strings so they serialise and compare trivially."""
+
+    MALFORMED_CHUNK = "malformed_chunk"
+    """A chunk (or part of it) had the wrong shape; the unusable part was skipped."""
+    CHUNK_AFTER_END = "chunk_after_end"
+    """A chunk was fed after the accumulator was ended; it was ignored."""
+    REPLAYED_CHUNK = "replayed_chunk"
+    """A chunk with an already-seen sequence number (a transport replay) was dropped."""
+    INTERNAL_ERROR = "internal_error"
+    """toolstitch failed on a chunk; the chunk was skipped so the user's stream keeps flowing."""
+
+    MISSING_INDEX = "missing_index"
+    """A tool-call fragment had no (or a null) ``index``; its call was found by id or position."""
+    NON_INTEGER_INDEX = "non_integer_index"
+    """A tool-call ``index`` was not a non-negative integer (``"0"``, ``-1``, ``1.0``)."""
+    INDEX_NOT_FROM_ZERO = "index_not_from_zero"
+    """The first tool-call index of a choice was not 0 (Anthropic's compatible endpoint starts at 1)."""
+    INDEX_GAP = "index_gap"
+    """A new tool-call index skipped one or more numbers."""
+    INDEX_REUSED = "index_reused"
+    """A new call arrived at an index that already belongs to another call."""
+    ID_REPEATED = "id_repeated"
+    """The call's id was sent again on a later fragment (ignored, never appended)."""
+    ID_CONFLICT = "id_conflict"
+    """A later fragment carried a different id for the same call; the first id was kept."""
+    ID_NOT_STRING = "id_not_string"
+    """The call id was not a string (an integer); it was converted."""
+    ID_SYNTHESIZED = "id_synthesized"
+    """The provider never sent a usable id; a stable, unique one was made so the history stays valid."""
+    NAME_REPEATED = "name_repeated"
+    """The function name was sent again on a later fragment (ignored, never appended)."""
+    NAME_CONFLICT = "name_conflict"
+    """A later fragment carried a different name for the same call; the first name was kept."""
+    NULL_STRING_FIELD = "null_string_field"
+    """A field carried the string ``"null"``; it was read as absent."""
+    TYPE_UNEXPECTED = "type_unexpected"
+    """``type`` was missing, empty or not ``"function"`` on a call's first fragment."""
+    ARGUMENTS_OBJECT = "arguments_object"
+    """``arguments`` arrived as a JSON object instead of a string; it was serialised once."""
+    ARGUMENTS_NOT_STRING = "arguments_not_string"
+    """``arguments`` arrived as something other than a string or object; it was skipped."""
+    ARGUMENTS_CUMULATIVE = "arguments_cumulative"
+    """A fragment repeated all argument text so far plus more; only the new part was appended."""
+    EMPTY_ARGUMENTS_AS_OBJECT = "empty_arguments_as_object"
+    """An explicit policy read ``""`` arguments as ``{}``."""
+    FINISH_REASON_STOP_WITH_TOOL_CALLS = "finish_reason_stop_with_tool_calls"
+    """The choice finished with ``stop`` (or another reason) although it carried tool calls."""
+    FINISH_REASON_REPEATED = "finish_reason_repeated"
+    """A choice received a second ``finish_reason``."""
+    FRAGMENT_AFTER_FINISH = "fragment_after_finish"
+    """Content or a tool-call fragment arrived after the choice's ``finish_reason``."""
+    FINISH_REASON_MISSING = "finish_reason_missing"
+    """A choice with tool calls never got a finish_reason while another choice did; it was sealed."""
+    ROLE_REPEATED = "role_repeated"
+    """``role`` was sent again on a later delta."""
+    EMPTY_CHOICES = "empty_choices"
+    """A chunk had an empty ``choices`` list and no usage (Azure's prompt-filter preamble, keep-alives)."""
+    USAGE_REPEATED = "usage_repeated"
+    """Usage arrived on more than one chunk; the last one was kept."""
+    CALL_ID_REUSED = "call_id_reused"
+    """Two calls of one message carried the same id; the later one got a synthesized id."""
+    LEGACY_FUNCTION_CALL = "legacy_function_call"
+    """A legacy ``delta.function_call`` fragment was read as tool call 0."""
+    TOOL_CALL_IN_CONTENT = "tool_call_in_content"
+    """A tool call written as text inside ``content`` was recovered (opt-in)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Anomaly:
+    """One observed deviation from the reference stream, and what toolstitch did about it.
+
+    ``raw`` is the offending fragment as it arrived (a dict or value), kept for diagnosis.
+    ``call_index`` is the tool call's ``index`` (``None`` when the anomaly concerns the chunk or choice).
+    """
+
+    code: str
+    message: str
+    choice: int | None = None
+    call_index: int | None = None
+    raw: Any = None

@@ -1,0 +1,149 @@
+"""``wrap(client)``: the drop-in proxy.
+
+Only ``client.chat.completions.create(..., stream=True)`` is intercepted; its result is a
+:class:`StitchedStream` (or :class:`AsyncStitchedStream`) over the SDK's own stream, with an
+:class:`Accumulator` that knows the request's ``tools``. Everything else (non-streaming calls,
+``models.list()``, ``with_options(...)``, attributes) is the original object's, untouched:
+attribute access is forwarded, and methods that return a new client or resource are wrapped again
+so the interception survives ``client.with_options(timeout=5).chat.completions.create(...)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from openai import AsyncOpenAI, OpenAI
+
+from ._accumulator import Accumulator
+from ._call import now
+from ._limits import Limits
+from ._stream import AsyncStitchedStream, StitchedStream
+
+__all__ = ["WrappedClient", "wrap"]
+
+
+class _Options:
+    """What ``wrap`` was told, handed down to every proxy and accumulator."""
+
+    __slots__ = ("empty_arguments", "limits")
+
+    def __init__(self, limits: Limits | None, empty_arguments: Literal["invalid", "object"]) -> None:
+        self.limits = limits
+        self.empty_arguments: Literal["invalid", "object"] = empty_arguments
+
+    def accumulator(self, kwargs: dict[str, Any], started_at: float) -> Accumulator:
+        tools = kwargs.get("tools")
+        return Accumulator(
+            tools if isinstance(tools, (list, tuple)) else None,
+            limits=self.limits,
+            empty_arguments=self.empty_arguments,
+            started_at=started_at,
+        )
+
+
+class _Proxy:
+    """Forwards every attribute to the wrapped object; subclasses intercept a few."""
+
+    __slots__ = ("_opts", "_target")
+
+    def __init__(self, target: Any, opts: _Options) -> None:
+        object.__setattr__(self, "_target", target)
+        object.__setattr__(self, "_opts", opts)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._target, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._target, name, value)
+
+    def __repr__(self) -> str:
+        return f"toolstitch.wrap({self._target!r})"
+
+
+class _Completions(_Proxy):
+    """``chat.completions``: ``create(stream=True)`` returns a stitched stream."""
+
+    __slots__ = ()
+
+    def create(self, *args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("stream") is not True:
+            return self._target.create(*args, **kwargs)
+        started = now()
+        sdk_stream = self._target.create(*args, **kwargs)
+        return StitchedStream(sdk_stream, self._opts.accumulator(kwargs, started))
+
+    def with_options(self, *args: Any, **kwargs: Any) -> Any:
+        return _Completions(self._target.with_options(*args, **kwargs), self._opts)
+
+
+class _AsyncCompletions(_Proxy):
+    """The async twin of :class:`_Completions`."""
+
+    __slots__ = ()
+
+    async def create(self, *args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("stream") is not True:
+            return await self._target.create(*args, **kwargs)
+        started = now()
+        sdk_stream = await self._target.create(*args, **kwargs)
+        return AsyncStitchedStream(sdk_stream, self._opts.accumulator(kwargs, started))
+
+    def with_options(self, *args: Any, **kwargs: Any) -> Any:
+        return _AsyncCompletions(self._target.with_options(*args, **kwargs), self._opts)
+
+
+class _Chat(_Proxy):
+    __slots__ = ()
+
+    @property
+    def completions(self) -> Any:
+        target = self._target.completions
+        if _is_async(target):
+            return _AsyncCompletions(target, self._opts)
+        return _Completions(target, self._opts)
+
+
+def _is_async(resource: Any) -> bool:
+    client = getattr(resource, "_client", None)
+    return isinstance(client, AsyncOpenAI)
+
+
+class WrappedClient(_Proxy):
+    """The object ``wrap`` returns: the original client, with streamed tool calls stitched."""
+
+    __slots__ = ()
+
+    @property
+    def chat(self) -> Any:
+        return _Chat(self._target.chat, self._opts)
+
+    @property
+    def unwrapped(self) -> Any:
+        """The original client."""
+        return self._target
+
+    def with_options(self, *args: Any, **kwargs: Any) -> WrappedClient:
+        return WrappedClient(self._target.with_options(*args, **kwargs), self._opts)
+
+    def copy(self, *args: Any, **kwargs: Any) -> WrappedClient:
+        return WrappedClient(self._target.copy(*args, **kwargs), self._opts)
+
+
+def wrap(
+    client: OpenAI | AsyncOpenAI,
+    *,
+    limits: Limits | None = None,
+    empty_arguments: Literal["invalid", "object"] = "invalid",
+) -> Any:
+    """Return a drop-in proxy of ``client`` whose streamed chat completions stitch tool calls.
+
+    Works with ``OpenAI``, ``AsyncOpenAI`` and ``AzureOpenAI`` (and their async twin). The return
+    type is ``Any`` on purpose: the proxy answers every attribute the client has.
+    """
+    if isinstance(client, WrappedClient):
+        return client
+    if not isinstance(client, (OpenAI, AsyncOpenAI)):
+        raise TypeError(
+            f"wrap() expects an openai.OpenAI or openai.AsyncOpenAI client, got {type(client).__name__}"
+        )
+    return WrappedClient(client, _Options(limits, empty_arguments))

@@ -1,0 +1,147 @@
+"""An incremental scanner for streamed JSON argument text.
+
+Rule 2 of the design: append, then parse once. A prefix of JSON is not JSON, so nothing here
+*parses*; the scanner only tracks enough state (bracket stack, inside-a-string, escape, pending
+``\\uXXXX`` digits) to answer two questions early, while the text is still arriving:
+
+* can this text still become valid JSON? (``error`` is set the moment it cannot), and
+* is the top-level value already complete? (``complete`` is set at its closing bracket).
+
+Each fragment is scanned exactly once, from where the previous one stopped: the total cost is linear
+in the argument bytes, never quadratic. The scanner is deliberately conservative: it reports an error
+only for text that certainly cannot become valid JSON (a wrong closing bracket, a bad escape, a raw
+control character inside a string, a value that does not start with ``{``, text after the complete
+value). Anything subtler is left to the strict parser that runs once, at seal.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["JSONScanner"]
+
+# Outside strings only these characters change the scanner's state.
+_STRUCTURAL = re.compile(r'[{}\[\]"]')
+# Inside strings only these do: the closing quote, an escape, or a (forbidden) raw control character.
+_STRING_SPECIAL = re.compile(r'["\\\x00-\x1f]')
+_NON_WHITESPACE = re.compile(r"[^ \t\r\n]")
+_HEX = frozenset("0123456789abcdefABCDEF")
+_SIMPLE_ESCAPES = frozenset('"\\/bfnrt')
+_CLOSER_OF = {"{": "}", "[": "]"}
+
+
+class JSONScanner:
+    """Tracks the lexical state of one call's argument text across fragments."""
+
+    __slots__ = (
+        "_escape",
+        "_hex_left",
+        "_in_string",
+        "_stack",
+        "complete",
+        "complete_at",
+        "error",
+        "error_at",
+        "offset",
+    )
+
+    def __init__(self) -> None:
+        self._stack: list[str] = []
+        self._in_string = False
+        self._escape = False
+        self._hex_left = 0
+        self.offset = 0
+        """Characters scanned so far."""
+        self.complete = False
+        """True once the top-level value has closed (and stays true unless text follows it)."""
+        self.complete_at: int | None = None
+        """Character offset just after the top-level value's closing bracket."""
+        self.error: str | None = None
+        """Why the text can no longer become valid JSON; ``None`` while it still can."""
+        self.error_at: int | None = None
+
+    @property
+    def started(self) -> bool:
+        """True once the opening ``{`` has been seen."""
+        return bool(self._stack) or self.complete
+
+    def _fail(self, message: str, at: int) -> None:
+        self.error = message
+        self.error_at = at
+        self.complete = False
+
+    def feed(self, text: str) -> None:
+        """Scan ``text``, the next fragment. After an error, further text is ignored."""
+        if self.error is not None or not text:
+            self.offset += len(text)
+            return
+        base = self.offset
+        self.offset += len(text)
+        i = 0
+        n = len(text)
+        stack = self._stack
+        while i < n:
+            if self._in_string:
+                if self._hex_left:
+                    take = min(self._hex_left, n - i)
+                    for j in range(i, i + take):
+                        if text[j] not in _HEX:
+                            self._fail("invalid \\u escape in a string", base + j)
+                            return
+                    self._hex_left -= take
+                    i += take
+                    continue
+                if self._escape:
+                    c = text[i]
+                    self._escape = False
+                    if c == "u":
+                        self._hex_left = 4
+                    elif c not in _SIMPLE_ESCAPES:
+                        self._fail(f"invalid escape \\{c} in a string", base + i)
+                        return
+                    i += 1
+                    continue
+                m = _STRING_SPECIAL.search(text, i)
+                if m is None:
+                    return
+                c = m.group()
+                i = m.end()
+                if c == '"':
+                    self._in_string = False
+                elif c == "\\":
+                    self._escape = True
+                else:
+                    self._fail("raw control character inside a string", base + i - 1)
+                    return
+            elif self.complete:
+                m = _NON_WHITESPACE.search(text, i)
+                if m is not None:
+                    self._fail("text after the complete JSON value", base + m.start())
+                return
+            elif not stack:
+                m = _NON_WHITESPACE.search(text, i)
+                if m is None:
+                    return
+                if m.group() != "{":
+                    self._fail("arguments must be a JSON object starting with '{'", base + m.start())
+                    return
+                stack.append("}")
+                i = m.end()
+            else:
+                m = _STRUCTURAL.search(text, i)
+                if m is None:
+                    return
+                c = m.group()
+                i = m.end()
+                if c == '"':
+                    self._in_string = True
+                elif c in _CLOSER_OF:
+                    stack.append(_CLOSER_OF[c])
+                elif c != stack[-1]:
+                    self._fail(f"unexpected {c!r}; expected {stack[-1]!r}", base + i - 1)
+                    return
+                else:
+                    stack.pop()
+                    if not stack:
+                        self.complete = True
+                        self.complete_at = base + i

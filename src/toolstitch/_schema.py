@@ -1,0 +1,85 @@
+"""Argument checks against the request's ``tools``: JSON Schema via ``jsonschema``.
+
+The accumulator sees the request's ``tools``, so a sealed call can be checked against the schema the
+model was given before anything executes it (rule 4). Validators are built once per tool, lazily.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ._errors import SchemaViolation, ToolCallError, UnknownTool
+
+__all__ = ["ToolSchemas"]
+
+
+def _as_mapping(tool: Any) -> Mapping[str, Any] | None:
+    if isinstance(tool, Mapping):
+        return tool
+    dump = getattr(tool, "model_dump", None)
+    if callable(dump):
+        dumped = dump()
+        if isinstance(dumped, Mapping):
+            return dumped
+    return None
+
+
+class ToolSchemas:
+    """The tools of one request, by name, with their parameter schemas."""
+
+    __slots__ = ("_schemas", "_validators")
+
+    def __init__(self, tools: Iterable[Any]) -> None:
+        self._schemas: dict[str, Mapping[str, Any] | None] = {}
+        self._validators: dict[str, Any] = {}
+        for tool in tools:
+            spec = _as_mapping(tool)
+            if spec is None:
+                continue
+            kind = spec.get("type", "function")
+            body = spec.get(kind) if isinstance(spec.get(kind), Mapping) else None
+            if body is None:
+                continue
+            name = body.get("name")
+            if isinstance(name, str):
+                params = body.get("parameters") if kind == "function" else None
+                self._schemas[name] = params if isinstance(params, Mapping) else None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._schemas
+
+    def __bool__(self) -> bool:
+        return bool(self._schemas)
+
+    def check(self, name: str, arguments: Any, raw: str) -> ToolCallError | None:
+        """None when the arguments fit the named tool, else the error to record on the call."""
+        if name not in self._schemas:
+            offered = ", ".join(sorted(self._schemas)) or "none"
+            return UnknownTool(
+                f"the model called {name!r}, which the request did not offer (offered: {offered})",
+                raw=raw,
+            )
+        schema = self._schemas[name]
+        if schema is None:
+            return None
+        validator = self._validators.get(name)
+        if validator is None:
+            import jsonschema  # imported on first use: most streams never need it
+
+            cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+            try:
+                cls.check_schema(schema)
+            except jsonschema.SchemaError:
+                self._schemas[name] = None
+                return None
+            validator = self._validators[name] = cls(schema)
+        errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+        if not errors:
+            return None
+        messages = [f"{'/'.join(str(p) for p in e.absolute_path) or '(root)'}: {e.message}" for e in errors]
+        return SchemaViolation(
+            f"arguments do not match the schema of {name!r}: " + "; ".join(messages),
+            raw=raw,
+            errors=messages,
+        )
