@@ -1,0 +1,574 @@
+"""A local OpenAI-compatible server that streams scripted chunks over real HTTP.
+
+Why a real server rather than a mocked transport: the SDK's own SSE decoder, httpx2's body reader
+and the SDK's mapping of HTTP failures to exceptions are all part of what a stream wrapper must
+survive. Only a real socket exercises them, so tests and the demo point the real ``openai`` client
+(sync and async) at :class:`LocalServer` and script what the "model" sends.
+
+Wire format, chosen on purpose:
+
+* Streams use ``Transfer-Encoding: chunked`` and ``Connection: close``. Every write is one HTTP
+  chunk, so ``fragment=N`` reaches the SDK's SSE decoder as N-byte pieces even when TCP coalesces
+  packets.
+* A cut stream (``cut_after=K``) stops without the terminating zero-length chunk and closes the
+  socket. httpx2 then raises ``RemoteProtocolError`` ("incomplete chunked read"), which the SDK
+  re-raises while iterating as ``openai.APIConnectionError`` (sync and async). A close-delimited
+  body could not tell a dropped stream from a finished one; chunked framing can, as HTTP/1.1
+  proxies in front of real providers do.
+* A ``str`` item is sent verbatim, so tests can send ``event: error`` events, ``: keep-alive``
+  comments or a whole recorded ``.sse`` body (:meth:`StreamScript.from_sse`).
+
+The history check (``check_history=True``) mimics OpenAI's 400 answers for rules H01-H04 of
+``history-rules.md``. It is written independently of the package's own validator, so that a real-SDK
+test can hold the two against each other.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import json
+import os
+import re
+import ssl
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import KW_ONLY, dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from types import TracebackType
+from typing import Any, TypeAlias
+
+import openai
+
+__all__ = [
+    "ErrorReply",
+    "Handler",
+    "JSONReply",
+    "LocalServer",
+    "Reply",
+    "StreamScript",
+    "check_messages_h01_h04",
+    "chunk",
+    "sse_body",
+    "tool_call_chunks",
+]
+
+SSEItem: TypeAlias = Mapping[str, Any] | str
+_DONE = b"data: [DONE]\n\n"
+# Where one SSE event ends; used only to cut a raw body into items whose concatenation is the body.
+_EVENT_END = re.compile(r"\r\n\r\n|\n\n|\r\r")
+
+
+# --------------------------------------------------------------------------- chunk builders
+
+
+def chunk(
+    *,
+    choices: list[dict[str, Any]] | None = None,
+    delta: Mapping[str, Any] | None = None,
+    finish_reason: str | None = None,
+    index: int = 0,
+    usage: Mapping[str, Any] | None = None,
+    id: str = "chatcmpl-test",
+    model: str = "test-model",
+    created: int = 1700000000,
+    **extra: Any,
+) -> dict[str, Any]:
+    """Build one well-formed ``chat.completion.chunk`` dict.
+
+    With ``choices=None`` a single choice is built from ``delta``/``finish_reason``/``index``;
+    pass ``choices=[]`` with ``usage`` for the usage-only final chunk OpenAI sends. ``extra`` keys
+    are added at the top level (e.g. ``system_fingerprint`` or a provider's unknown field).
+    """
+    if choices is None:
+        choices = [dict(index=index, delta=dict(delta or {}), logprobs=None, finish_reason=finish_reason)]
+    out: dict[str, Any] = dict(id=id, object="chat.completion.chunk", created=created, model=model)
+    out["choices"] = choices
+    if usage is not None:
+        out["usage"] = dict(usage)
+    out.update(extra)
+    return out
+
+
+def _pieces(text: str, n: int) -> list[str]:
+    """Cut ``text`` into at most ``n`` non-empty pieces at even character offsets (inside strings,
+    escapes or numbers alike: a realistic stream does not respect JSON tokens)."""
+    n = max(1, n)
+    bounds = [round(k * len(text) / n) for k in range(n + 1)]
+    return [text[a:b] for a, b in itertools.pairwise(bounds) if a < b]
+
+
+def tool_call_chunks(
+    calls: Sequence[tuple[str, str, str]],
+    *,
+    pieces: int = 3,
+    interleave: bool = True,
+    finish_reason: str | None = "tool_calls",
+    content: str | None = None,
+    usage: Mapping[str, Any] | None = None,
+) -> list[dict[str, Any]]:
+    """A realistic OpenAI-style tool-call stream for ``calls = [(id, name, arguments_text), ...]``.
+
+    Order: a role chunk (plus one content chunk when ``content`` is given); per call a header
+    fragment (``index``, ``id``, ``type``, ``function.name``, ``arguments: ""``) then its arguments
+    in ``pieces`` pieces; with ``interleave`` the fragments of parallel calls alternate
+    round-robin; then a chunk with ``finish_reason``; then a usage chunk with empty ``choices`` when
+    ``usage`` is given.
+    """
+    out = [chunk(delta={"role": "assistant", "content": "" if content else None})]
+    if content:
+        out.append(chunk(delta={"content": content}))
+    per_call: list[list[dict[str, Any]]] = []
+    for i, (call_id, name, arguments) in enumerate(calls):
+        header = {"index": i, "id": call_id, "type": "function", "function": {"name": name, "arguments": ""}}
+        parts = [{"index": i, "function": {"arguments": p}} for p in _pieces(arguments, pieces)]
+        per_call.append([header, *parts])
+    if interleave:
+        width = max((len(f) for f in per_call), default=0)
+        fragments = [f[k] for k in range(width) for f in per_call if k < len(f)]
+    else:
+        fragments = [frag for f in per_call for frag in f]
+    out.extend(chunk(delta={"tool_calls": [frag]}) for frag in fragments)
+    out.append(chunk(delta={}, finish_reason=finish_reason))
+    if usage is not None:
+        out.append(chunk(choices=[], usage=usage))
+    return out
+
+
+def _encode(item: SSEItem) -> bytes:
+    """One item as wire bytes; JSON keeps non-ASCII as UTF-8 so fragmenting can split characters."""
+    if isinstance(item, str):
+        return item.encode("utf-8")
+    return b"data: " + json.dumps(item, ensure_ascii=False, separators=(",", ":")).encode() + b"\n\n"
+
+
+def sse_body(items: Iterable[SSEItem], done: bool = True) -> bytes:
+    """The exact bytes a :class:`StreamScript` of ``items`` sends (without HTTP chunk framing)."""
+    return b"".join(_encode(i) for i in items) + (_DONE if done else b"")
+
+
+# --------------------------------------------------------------------------- replies
+
+
+@dataclass
+class StreamScript:
+    """A streamed reply: ``chunks`` are dicts (sent as ``data: <json>``) or raw strings (verbatim).
+
+    ``fragment=N`` re-cuts the whole body into N-byte writes; ``delay`` sleeps between writes (per
+    item when not fragmented); ``done`` appends ``data: [DONE]``; ``cut_after=K`` sends the first K
+    items, then drops the connection mid-body (the SDK raises ``openai.APIConnectionError``).
+    """
+
+    chunks: Sequence[SSEItem]
+    _: KW_ONLY
+    fragment: int | None = None
+    delay: float = 0.0
+    done: bool = True
+    cut_after: int | None = None
+    status: int = 200
+    headers: Mapping[str, str] | None = None
+
+    def __post_init__(self) -> None:
+        if self.fragment is not None and self.fragment < 1:
+            raise ValueError("fragment must be >= 1 byte")
+        if self.cut_after is not None and self.cut_after < 0:
+            raise ValueError("cut_after must be >= 0")
+
+    @classmethod
+    def from_sse(cls, source: str | os.PathLike[str], **kw: Any) -> StreamScript:
+        """Serve a raw SSE body unchanged: a path (``Path``, or a ``str`` naming an existing file)
+        or the body text itself. The body is split into events (so ``cut_after`` counts events), and
+        ``done`` defaults to False: recorded bodies carry their own ``[DONE]`` when they had one.
+        """
+        if isinstance(source, os.PathLike) or ("\n" not in source and os.path.isfile(source)):
+            text = Path(source).read_text(encoding="utf-8")
+        else:
+            text = source
+        kw.setdefault("done", False)
+        return cls(_split_events(text), **kw)
+
+    def items(self) -> Sequence[SSEItem]:
+        """The items actually sent, after ``cut_after``."""
+        return self.chunks if self.cut_after is None else self.chunks[: self.cut_after]
+
+    def writes(self) -> list[bytes]:
+        """The body as the server writes it, one element per write (= per HTTP chunk)."""
+        items = self.items()
+        ends_cleanly = self.done and self.cut_after is None
+        if self.fragment is None:
+            return [_encode(i) for i in items] + ([_DONE] if ends_cleanly else [])
+        body, n = sse_body(items, done=ends_cleanly), self.fragment
+        return [body[k : k + n] for k in range(0, len(body), n)]
+
+
+@dataclass
+class ErrorReply:
+    """An HTTP error answer; ``body=None`` gives an OpenAI-style error JSON naming the status."""
+
+    status: int
+    body: Mapping[str, Any] | None = None
+    headers: Mapping[str, str] | None = None
+
+    def payload(self) -> Mapping[str, Any]:
+        if self.body is not None:
+            return self.body
+        kind = "server_error" if self.status >= 500 else "invalid_request_error"
+        return _error_json(f"Scripted error reply (HTTP {self.status}).", kind)
+
+
+@dataclass
+class JSONReply:
+    """A non-streaming JSON answer (e.g. a ``chat.completion`` for ``stream=False`` calls)."""
+
+    body: Mapping[str, Any]
+    status: int = 200
+
+
+Reply: TypeAlias = StreamScript | ErrorReply | JSONReply
+Handler: TypeAlias = Callable[[dict[str, Any]], Reply]
+
+
+def _error_json(message: str, type: str, param: str | None = None, code: str | None = None) -> dict[str, Any]:
+    return {"error": {"message": message, "type": type, "param": param, "code": code}}
+
+
+def _split_events(text: str) -> list[str]:
+    """Cut a raw SSE body after each blank line; the pieces concatenate back to ``text`` exactly."""
+    out, start = [], 0
+    for m in _EVENT_END.finditer(text):
+        out.append(text[start : m.end()])
+        start = m.end()
+    if start < len(text):
+        out.append(text[start:])
+    return out
+
+
+def _chunk_dicts(items: Iterable[SSEItem]) -> Iterator[Mapping[str, Any]]:
+    """Every JSON chunk in ``items``: dicts as they are, ``data:`` lines of raw strings parsed."""
+    for item in items:
+        if not isinstance(item, str):
+            yield item
+            continue
+        for line in item.splitlines():
+            payload = line[5:].strip() if line.startswith("data:") else ""
+            if payload and payload != "[DONE]":
+                try:
+                    parsed = json.loads(payload)
+                except ValueError:
+                    continue
+                if isinstance(parsed, dict):
+                    yield parsed
+
+
+def _completion_from_chunks(items: Iterable[SSEItem]) -> dict[str, Any]:
+    """A plain ``chat.completion`` from scripted chunks, for ``stream=False`` requests.
+
+    Deliberately naive (text concatenated, tool calls merged by ``index``): it only serves
+    pass-through tests and must not share logic with the package's accumulator.
+    """
+    head: Mapping[str, Any] = {}
+    usage: Any = None
+    states: dict[int, dict[str, Any]] = {}
+    for c in _chunk_dicts(items):
+        head = head or c
+        usage = c.get("usage") or usage
+        for choice in c.get("choices") or []:
+            st = states.setdefault(
+                choice.get("index", 0),
+                {"content": None, "refusal": None, "calls": {}, "finish_reason": None},
+            )
+            delta = choice.get("delta") or {}
+            for key in ("content", "refusal"):
+                if isinstance(delta.get(key), str):
+                    st[key] = (st[key] or "") + delta[key]
+            for tc in delta.get("tool_calls") or []:
+                slot = st["calls"].setdefault(
+                    tc.get("index", 0),
+                    {"id": "", "type": "function", "function": {"name": "", "arguments": ""}},
+                )
+                fn = tc.get("function") or {}
+                slot["id"] = tc.get("id") or slot["id"]
+                slot["function"]["name"] = fn.get("name") or slot["function"]["name"]
+                if isinstance(fn.get("arguments"), str):
+                    slot["function"]["arguments"] += fn["arguments"]
+            st["finish_reason"] = choice.get("finish_reason") or st["finish_reason"]
+    choices = []
+    for index, st in sorted(states.items()):
+        message: dict[str, Any] = {"role": "assistant", "content": st["content"], "refusal": st["refusal"]}
+        if st["calls"]:
+            message["tool_calls"] = [call for _, call in sorted(st["calls"].items())]
+        finish = st["finish_reason"] or "stop"
+        choices.append({"index": index, "message": message, "finish_reason": finish, "logprobs": None})
+    return {
+        "id": head.get("id") or "chatcmpl-test",
+        "object": "chat.completion",
+        "created": head.get("created") or 1700000000,
+        "model": head.get("model") or "test-model",
+        "choices": choices,
+        "usage": usage,
+    }
+
+
+# ------------------------------------------------------------------------- history check (H01-H04)
+
+_H01 = (
+    "Invalid parameter: messages with role 'tool' must be a response to a preceeding message"
+    " with 'tool_calls'."
+)
+_H02 = "Invalid parameter: 'tool_call_id' of '{id}' not found in 'tool_calls' of previous message."
+_H03 = (
+    "An assistant message with 'tool_calls' must be followed by tool messages responding to each"
+    " 'tool_call_id'. The following tool_call_ids did not have response messages: {ids}"
+)
+_H07 = "Missing parameter 'tool_call_id': messages with role 'tool' must have a 'tool_call_id'."
+
+
+def _history_violation(messages: Sequence[Any]) -> tuple[str, str] | None:
+    """First H01-H04 violation as ``(message, param)``, scanning in order as OpenAI appears to.
+
+    H04 (a foreign message between the calls and their results) has no text of its own: it shows up
+    as H03 on the assistant message. Assumptions (not confirmed by a live server): H03's ``param``
+    points at the assistant message; several missing ids are joined by ", "; H02's ``param`` is
+    ``messages.[N].tool_call_id``; a trailing assistant message with ``tool_calls`` fails H03.
+    """
+    msgs = [m.model_dump() if hasattr(m, "model_dump") else dict(m) for m in messages]
+    i = 0
+    while i < len(msgs):
+        calls = msgs[i].get("tool_calls") if msgs[i].get("role") == "assistant" else None
+        if calls:
+            declared = [c.get("id") for c in calls if isinstance(c, Mapping)]
+            pending = list(declared)
+            j = i + 1
+            while j < len(msgs) and msgs[j].get("role") == "tool":
+                call_id = msgs[j].get("tool_call_id")
+                if call_id is None:
+                    return _H07, f"messages.[{j}].tool_call_id"
+                if call_id not in declared:
+                    return _H02.format(id=call_id), f"messages.[{j}].tool_call_id"
+                if call_id in pending:
+                    pending.remove(call_id)
+                j += 1
+            if pending:
+                return _H03.format(ids=", ".join(map(str, pending))), f"messages.[{i}].role"
+            i = j
+            continue
+        if msgs[i].get("role") == "tool":
+            return _H01, f"messages.[{i}].role"
+        i += 1
+    return None
+
+
+def check_messages_h01_h04(messages: Sequence[Any]) -> str | None:
+    """OpenAI's error text for the first H01-H04 violation in ``messages``; None when they pass."""
+    found = _history_violation(messages)
+    return None if found is None else found[0]
+
+
+# --------------------------------------------------------------------------- HTTP server
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    owner: LocalServer
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Stay quiet when a client hangs up mid-stream: tests close streams early on purpose."""
+
+
+class _RequestHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # one TCP segment per write, so fragments really travel apart
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Silence the per-request log lines on stderr."""
+
+    def _path(self) -> str:
+        return self.path.split("?", 1)[0].rstrip("/")
+
+    def do_GET(self) -> None:
+        if self._path().endswith("/models"):
+            model = {"id": "test-model", "object": "model", "created": 1700000000, "owned_by": "test"}
+            self._send_json(200, {"object": "list", "data": [model]})
+        else:
+            self._send_json(404, _error_json(f"Unknown path {self.path}", "invalid_request_error"))
+
+    def do_POST(self) -> None:
+        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if not self._path().endswith("/chat/completions"):
+            self._send_json(404, _error_json(f"Unknown path {self.path}", "invalid_request_error"))
+            return
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            body = None
+        if not isinstance(body, dict):
+            self._send_json(400, _error_json("Request body is not a JSON object.", "invalid_request_error"))
+            return
+        owner = self.server.owner
+        owner._record(body, {k.lower(): v for k, v in self.headers.items()})
+        if owner.check_history:
+            found = _history_violation(body.get("messages") or [])
+            if found is not None:
+                self._send_json(400, _error_json(found[0], "invalid_request_error", found[1]))
+                return
+        try:
+            reply = owner._next_reply(body)
+        except Exception as exc:  # a broken test handler must surface as a clear HTTP error
+            self._send_json(500, _error_json(f"LocalServer handler raised {exc!r}", "server_error"))
+            return
+        if reply is None:
+            msg = "LocalServer script is empty: no reply queued with enqueue() and no handler set."
+            self._send_json(500, _error_json(msg, "server_error"))
+        elif isinstance(reply, ErrorReply):
+            self._send_json(reply.status, reply.payload(), reply.headers)
+        elif isinstance(reply, JSONReply):
+            self._send_json(reply.status, reply.body)
+        elif body.get("stream") is True:
+            self._send_stream(reply)
+        else:
+            self._send_json(reply.status, _completion_from_chunks(reply.items()), reply.headers)
+
+    def _send_json(
+        self, status: int, payload: Mapping[str, Any], headers: Mapping[str, str] | None = None
+    ) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Connection", "close")
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.close_connection = True
+        self.wfile.write(data)
+
+    def _send_stream(self, script: StreamScript) -> None:
+        self.send_response(script.status)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("Connection", "close")
+        for name, value in (script.headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.close_connection = True
+        try:
+            for n, data in enumerate(script.writes()):
+                if n and script.delay:
+                    time.sleep(script.delay)
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                self.wfile.flush()
+            if script.cut_after is None:
+                self.wfile.write(b"0\r\n\r\n")  # the end of a chunked body; omitted when cut
+                self.wfile.flush()
+        except OSError:  # the client closed the stream early; nothing left to tell it
+            pass
+
+
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    """One shared TLS context for every client made here. A new httpx2 client otherwise loads the CA
+    bundle (~40 ms); suites create a client per test, and this server speaks plain HTTP anyway."""
+    return ssl.create_default_context()
+
+
+class LocalServer:
+    """An OpenAI-compatible server on 127.0.0.1 (ephemeral port) in a daemon thread.
+
+    ``enqueue`` replies (FIFO) for ``POST /v1/chat/completions``; when the queue is empty,
+    ``handler`` (``fn(request_body) -> reply``) is asked; with neither, the server answers 500.
+    ``requests`` and ``request_headers`` (lower-case names) record every chat request in order,
+    including those rejected by the history check. A request rejected by ``check_history`` does not
+    consume a queued reply: the "model" never saw it.
+    """
+
+    def __init__(self, *, check_history: bool = False, handler: Handler | None = None) -> None:
+        self.check_history = check_history
+        self.handler: Handler | None = handler
+        self.requests: list[dict[str, Any]] = []
+        self.request_headers: list[dict[str, str]] = []
+        self._queue: deque[Reply] = deque()
+        self._lock = threading.Lock()
+        self._httpd: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> LocalServer:
+        """Bind and serve; idempotent."""
+        if self._httpd is None:
+            httpd = _Server(("127.0.0.1", 0), _RequestHandler)
+            httpd.owner = self
+            self._thread = threading.Thread(
+                target=httpd.serve_forever,
+                kwargs={"poll_interval": 0.01},  # stop() waits up to one poll
+                name="toolstitch-testing-server",
+                daemon=True,
+            )
+            self._httpd = httpd
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and release the port; streams still being written die with their daemon
+        threads."""
+        httpd, self._httpd = self._httpd, None
+        if httpd is not None:
+            httpd.shutdown()
+            httpd.server_close()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+
+    def __enter__(self) -> LocalServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        if self._httpd is None:
+            raise RuntimeError("LocalServer is not running; call start() or use it as a context manager")
+        return int(self._httpd.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def client(self, **kwargs: Any) -> openai.OpenAI:
+        """A real sync client for this server; ``max_retries=0`` so errors surface at once."""
+        options: dict[str, Any] = {"base_url": self.base_url, "api_key": "test", "max_retries": 0}
+        if "http_client" not in kwargs:
+            options["http_client"] = openai.DefaultHttpxClient(verify=_tls_context())
+        return openai.OpenAI(**{**options, **kwargs})
+
+    def async_client(self, **kwargs: Any) -> openai.AsyncOpenAI:
+        """A real async client for this server, configured like :meth:`client`."""
+        options: dict[str, Any] = {"base_url": self.base_url, "api_key": "test", "max_retries": 0}
+        if "http_client" not in kwargs:
+            options["http_client"] = openai.DefaultAsyncHttpxClient(verify=_tls_context())
+        return openai.AsyncOpenAI(**{**options, **kwargs})
+
+    def enqueue(self, *replies: Reply) -> None:
+        """Queue replies, served in order to the next chat-completion requests."""
+        with self._lock:
+            self._queue.extend(replies)
+
+    def _record(self, body: dict[str, Any], headers: dict[str, str]) -> None:
+        with self._lock:
+            self.requests.append(body)
+            self.request_headers.append(headers)
+
+    def _next_reply(self, body: dict[str, Any]) -> Reply | None:
+        with self._lock:
+            if self._queue:
+                return self._queue.popleft()
+        return self.handler(body) if self.handler is not None else None
