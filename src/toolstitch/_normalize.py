@@ -535,6 +535,15 @@ def apply_identity(call: ToolCall, frag: ToolFragment, anomalies: list[Anomaly])
         call.extra.update(frag.extra)
 
 
+def _append_breaks(call: ToolCall, text: str) -> bool:
+    """True when appending ``text`` would leave the call's JSON malformed (probed on a copy)."""
+    if call.scanner.complete:
+        return True
+    probe = call.scanner.copy()
+    probe.feed(text)
+    return probe.error is not None
+
+
 def argument_text(call: ToolCall, frag: ToolFragment, anomalies: list[Anomaly]) -> tuple[str | None, bool]:
     """The text to add to ``call`` and whether it replaces the existing text.
 
@@ -547,10 +556,13 @@ def argument_text(call: ToolCall, frag: ToolFragment, anomalies: list[Anomaly]) 
         return text, True
     # Only a fragment at least as long as everything so far can be a resend; checking just those
     # keeps the cost linear (the join below happens rarely, and only on short prefixes).
+    # A standard continuation never makes the text malformed, so a fragment that starts with the
+    # text so far is read as a resend only when appending it would break the JSON (or the value is
+    # already complete): ``{"`` then ``{": 1}`` is the key ``"{"``, not a resend.
     chars = call.chars
     if call.status == "open" and chars >= 2 and len(text) >= chars:
         so_far = call.arguments
-        if len(text) > chars and text.startswith(so_far):
+        if len(text) > chars and text.startswith(so_far) and _append_breaks(call, text):
             anomalies.append(
                 Anomaly(
                     AnomalyCode.ARGUMENTS_CUMULATIVE,
