@@ -22,6 +22,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel
+
 from ._anomaly import Anomaly, AnomalyCode
 
 if TYPE_CHECKING:
@@ -61,10 +63,16 @@ class MalformedChunk(ValueError):
 
 
 def _get(obj: Any, key: str) -> Any:
-    """Read a field from a dict or from an SDK model (whose unknown fields are attributes too)."""
+    """Read a known field from a dict or an SDK model (pydantic keeps a model's fields in ``__dict__``;
+    reading it directly skips attribute lookup, which matters at one call per field per chunk)."""
     if type(obj) is dict:
         return obj.get(key)
-    return getattr(obj, key, None)
+    return obj.__dict__.get(key)
+
+
+def _is_object(value: Any) -> bool:
+    """A JSON object: a dict, or an SDK (pydantic) model built from one."""
+    return type(value) is dict or isinstance(value, BaseModel)
 
 
 def _extras(obj: Any, known: frozenset[str]) -> dict[str, Any] | None:
@@ -73,7 +81,7 @@ def _extras(obj: Any, known: frozenset[str]) -> dict[str, Any] | None:
         if obj.keys() <= known:
             return None
         return {k: v for k, v in obj.items() if k not in known}
-    extra = getattr(obj, "model_extra", None)
+    extra = obj.__pydantic_extra__
     if not extra:
         return None
     return {k: v for k, v in extra.items() if k not in known} or None
@@ -167,7 +175,7 @@ def _clean_str(value: Any, what: str, anomalies: list[Anomaly], raw: Any) -> str
 def _read_tool_fragment(entry: Any, chunk_anomalies: list[Anomaly]) -> ToolFragment | None:
     if entry is None:
         return None
-    if type(entry) is not dict and not hasattr(entry, "model_extra"):
+    if not _is_object(entry):
         chunk_anomalies.append(
             Anomaly(AnomalyCode.MALFORMED_CHUNK, "tool call entry is not an object", raw=entry)
         )
@@ -193,7 +201,7 @@ def _read_tool_fragment(entry: Any, chunk_anomalies: list[Anomaly]) -> ToolFragm
     frag.type = _get(entry, "type")
     function = _get(entry, "function")
     if function is not None:
-        if type(function) is not dict and not hasattr(function, "model_extra"):
+        if not _is_object(function):
             anomalies.append(Anomaly(AnomalyCode.MALFORMED_CHUNK, "function is not an object", raw=entry))
         else:
             name = _get(function, "name")
@@ -231,7 +239,7 @@ def _read_tool_fragment(entry: Any, chunk_anomalies: list[Anomaly]) -> ToolFragm
 
 def _read_legacy_function_call(fc: Any) -> ToolFragment | None:
     """A legacy ``delta.function_call`` piece, read as tool call 0 (its id will be synthesized)."""
-    if type(fc) is not dict and not hasattr(fc, "model_extra"):
+    if not _is_object(fc):
         return None
     frag = ToolFragment()
     frag.raw = fc
@@ -257,7 +265,7 @@ def _read_legacy_function_call(fc: Any) -> ToolFragment | None:
 
 def read_chunk(chunk: Any, anomalies: list[Anomaly]) -> tuple[Envelope, list[ChoicePiece]]:
     """Read one raw chunk. Repairs append to ``anomalies``; only an unusable chunk raises."""
-    if type(chunk) is not dict and not hasattr(chunk, "model_extra"):
+    if not _is_object(chunk):
         raise MalformedChunk(f"a chunk must be an object, got {type(chunk).__name__}")
     envelope = Envelope(chunk)
     raw_choices = _get(chunk, "choices")
@@ -268,7 +276,7 @@ def read_chunk(chunk: Any, anomalies: list[Anomaly]) -> tuple[Envelope, list[Cho
         return envelope, []
     pieces: list[ChoicePiece] = []
     for raw in raw_choices:
-        if type(raw) is not dict and not hasattr(raw, "model_extra"):
+        if not _is_object(raw):
             anomalies.append(Anomaly(AnomalyCode.MALFORMED_CHUNK, "choice is not an object", raw=raw))
             continue
         index = _get(raw, "index")
@@ -284,7 +292,7 @@ def read_chunk(chunk: Any, anomalies: list[Anomaly]) -> tuple[Envelope, list[Cho
         piece.logprobs = _get(raw, "logprobs")
         delta = _get(raw, "delta")
         if delta is not None:
-            if type(delta) is not dict and not hasattr(delta, "model_extra"):
+            if not _is_object(delta):
                 anomalies.append(Anomaly(AnomalyCode.MALFORMED_CHUNK, "delta is not an object", raw=raw))
             else:
                 _read_delta(delta, piece, anomalies)
