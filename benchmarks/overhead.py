@@ -36,7 +36,9 @@ def make_stream(n_chunks: int) -> list[str]:
     per_call = max(1, n_chunks // 4)
     body = ", ".join(f'"k{i}": "välue {i} \\"q\\""' for i in range(per_call // 3 + 1))
     calls = [(f"call_{i}", f"tool_{i}", "{" + body + "}") for i in range(4)]
-    chunks = tool_call_chunks(calls, pieces=per_call, usage={"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3})
+    chunks = tool_call_chunks(
+        calls, pieces=per_call, usage={"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}
+    )
     return [json.dumps(c, ensure_ascii=False) for c in chunks]
 
 

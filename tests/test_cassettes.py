@@ -37,8 +37,14 @@ PARALLEL = [
 CASES: dict[str, tuple[list[Any], list[dict[str, Any]]]] = {
     "seed_two_interleaved_calls": (seed_stream(), [{"city": "深圳"}, {"city": "上海", "unit": '"u"'}]),
     "parallel_three_calls": (
-        tool_call_chunks(PARALLEL, pieces=6, usage={"prompt_tokens": 9, "completion_tokens": 30, "total_tokens": 39}),
-        [{"city": "Zürich", "unit": "c"}, {"city": "東京", "unit": "c"}, {"amount": 12.5, "from": "EUR", "to": "JPY"}],
+        tool_call_chunks(
+            PARALLEL, pieces=6, usage={"prompt_tokens": 9, "completion_tokens": 30, "total_tokens": 39}
+        ),
+        [
+            {"city": "Zürich", "unit": "c"},
+            {"city": "東京", "unit": "c"},
+            {"amount": 12.5, "from": "EUR", "to": "JPY"},
+        ],
     ),
 }
 

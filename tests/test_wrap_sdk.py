@@ -44,7 +44,9 @@ def create(client: Any, **extra: Any) -> Any:
 
 
 @pytest.mark.parametrize("fragment", [None, 1, 5])
-def test_sync_stream_yields_the_sdks_chunks_and_merges_calls(server: LocalServer, fragment: int | None) -> None:
+def test_sync_stream_yields_the_sdks_chunks_and_merges_calls(
+    server: LocalServer, fragment: int | None
+) -> None:
     server.enqueue(StreamScript(seed_stream(), fragment=fragment))
     server.enqueue(StreamScript(seed_stream(), fragment=fragment))
     plain = [c.model_dump() for c in create(server.client())]
@@ -119,7 +121,10 @@ def test_get_final_completion_drains_the_stream(server: LocalServer) -> None:
 def test_azure_client_is_wrapped_too(server: LocalServer) -> None:
     server.enqueue(StreamScript(seed_stream()))
     azure = openai.AzureOpenAI(
-        azure_endpoint=server.base_url.removesuffix("/v1"), api_key="test", api_version="2024-10-21", max_retries=0
+        azure_endpoint=server.base_url.removesuffix("/v1"),
+        api_key="test",
+        api_version="2024-10-21",
+        max_retries=0,
     )
     stream = create(ts.wrap(azure))
     assert isinstance(stream, ts.StitchedStream)
@@ -147,7 +152,7 @@ def test_everything_else_passes_through(server: LocalServer) -> None:
 
 
 def test_wrap_refuses_what_is_not_a_client() -> None:
-    with pytest.raises(TypeError, match="openai.OpenAI"):
+    with pytest.raises(TypeError, match=r"openai\.OpenAI"):
         ts.wrap(object())  # type: ignore[arg-type]
 
 
@@ -214,7 +219,10 @@ def test_schema_is_checked_with_the_requests_tools(server: LocalServer) -> None:
 
 def test_usage_from_a_final_chunk_with_empty_choices(server: LocalServer) -> None:
     usage = {"prompt_tokens": 10, "completion_tokens": 4, "total_tokens": 14}
-    items = [*tool_call_chunks([("call_1", "get_weather", '{"city": "Oslo"}')]), chunk(choices=[], usage=usage)]
+    items = [
+        *tool_call_chunks([("call_1", "get_weather", '{"city": "Oslo"}')]),
+        chunk(choices=[], usage=usage),
+    ]
     server.enqueue(StreamScript(items))
     stream = create(ts.wrap(server.client()), stream_options={"include_usage": True})
     completion = stream.get_final_completion()
