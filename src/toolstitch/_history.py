@@ -456,7 +456,7 @@ def tool_messages(
     """
     items = list(pairs)
     if items and all(isinstance(getattr(c, "index", None), int) for c, _ in items):
-        items.sort(key=lambda pair: (getattr(pair[0], "index", 0), getattr(pair[0], "slot", 0)))
+        items.sort(key=lambda pair: tuple(getattr(pair[0], k, 0) for k in ("choice", "index", "slot")))
     return [tool_message(call, result, dialect=dialect) for call, result in items]
 
 
