@@ -20,7 +20,7 @@ The rules it enforces (see ``DESIGN.md``):
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import Any, Literal
 
@@ -135,6 +135,8 @@ class Accumulator:
     checked against them: an unknown name or a schema failure makes the call ``invalid``.
     ``empty_arguments="object"`` reads ``""`` arguments as ``{}`` (recorded as an anomaly); the
     default ``"invalid"`` refuses them, since a missing value is not an empty one.
+    ``clock`` replaces ``time.monotonic`` for every timestamp: replay passes the recorded times, so
+    the metrics of a replayed stream are those of the original.
     """
 
     def __init__(
@@ -144,6 +146,7 @@ class Accumulator:
         limits: Limits | None = None,
         empty_arguments: Literal["invalid", "object"] = "invalid",
         started_at: float | None = None,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         if empty_arguments not in ("invalid", "object"):
             raise ValueError('empty_arguments must be "invalid" or "object"')
@@ -154,7 +157,8 @@ class Accumulator:
         self.anomalies: list[Anomaly] = []
         """Every anomaly of the stream, once per (code, choice, call)."""
         self._anomaly_keys: set[tuple[str, int | None, int | None]] = set()
-        self.metrics = StreamMetrics(now() if started_at is None else started_at)
+        self._clock = now if clock is None else clock
+        self.metrics = StreamMetrics(self._clock() if started_at is None else started_at)
         self.ended = False
         self.error: BaseException | None = None
         """The error that ended the input, if it ended with one."""
@@ -214,7 +218,7 @@ class Accumulator:
                     AnomalyCode.REPLAYED_CHUNK, f"chunk #{seq} was already seen; dropped", chunk
                 )
             self._last_seq = seq
-        t = now()
+        t = self._clock()
         metrics = self.metrics
         if metrics.first_chunk_at is None:
             metrics.first_chunk_at = t
@@ -474,7 +478,7 @@ class Accumulator:
             return _NO_EVENTS
         self.ended = True
         self.error = error
-        t = now()
+        t = self._clock()
         self.metrics.ended_at = t
         events: list[Event] = []
         for state in self._choices.values():

@@ -20,6 +20,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from . import _demo, _replay
 from ._dialects import DIALECT_NAMES
 from ._history import HistoryProblem, validate_history, validate_request
 
@@ -117,7 +118,7 @@ def _add_check(subparsers: _SubParsers) -> None:
 
 
 #: Every subcommand, as a function that registers its parser. Add new ones here.
-COMMANDS: list[Callable[[_SubParsers], None]] = [_add_check]
+COMMANDS: list[Callable[[_SubParsers], None]] = [_add_check, _replay.add_command, _demo.add_command]
 
 
 def build_parser() -> argparse.ArgumentParser:

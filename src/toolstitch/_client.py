@@ -6,10 +6,15 @@ Only ``client.chat.completions.create(..., stream=True)`` is intercepted; its re
 ``models.list()``, ``with_options(...)``, attributes) is the original object's, untouched:
 attribute access is forwarded, and methods that return a new client or resource are wrapped again
 so the interception survives ``client.with_options(timeout=5).chat.completions.create(...)``.
+
+``wrap(client, record="dir/")`` records every stream to its own JSONL file in ``dir/`` (see
+``_recording``); recording is off by default.
 """
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any, Literal
 
 from openai import AsyncOpenAI, OpenAI
@@ -17,6 +22,7 @@ from openai import AsyncOpenAI, OpenAI
 from ._accumulator import Accumulator
 from ._call import now
 from ._limits import Limits
+from ._recording import Redact, recording_path, redact_parts
 from ._stream import AsyncStitchedStream, StitchedStream
 
 __all__ = ["WrappedClient", "wrap"]
@@ -25,11 +31,25 @@ __all__ = ["WrappedClient", "wrap"]
 class _Options:
     """What ``wrap`` was told, handed down to every proxy and accumulator."""
 
-    __slots__ = ("empty_arguments", "limits")
+    __slots__ = ("empty_arguments", "limits", "record", "redact")
 
-    def __init__(self, limits: Limits | None, empty_arguments: Literal["invalid", "object"]) -> None:
+    def __init__(
+        self,
+        limits: Limits | None,
+        empty_arguments: Literal["invalid", "object"],
+        record: Path | None = None,
+        redact: Redact = False,
+    ) -> None:
         self.limits = limits
         self.empty_arguments: Literal["invalid", "object"] = empty_arguments
+        self.record = record
+        self.redact = redact
+        redact_parts(redact)  # a wrong value fails here, not on the first stream
+
+    def start_recording(self, stream: StitchedStream | AsyncStitchedStream) -> None:
+        """One new file per stream when ``wrap(record=...)`` asked for it."""
+        if self.record is not None:
+            stream.record(recording_path(self.record), redact=self.redact)
 
     def accumulator(self, kwargs: dict[str, Any], started_at: float) -> Accumulator:
         tools = kwargs.get("tools")
@@ -70,7 +90,9 @@ class _Completions(_Proxy):
             return self._target.create(*args, **kwargs)
         started = now()
         sdk_stream = self._target.create(*args, **kwargs)
-        return StitchedStream(sdk_stream, self._opts.accumulator(kwargs, started))
+        stream = StitchedStream(sdk_stream, self._opts.accumulator(kwargs, started), request=kwargs)
+        self._opts.start_recording(stream)
+        return stream
 
     def with_options(self, *args: Any, **kwargs: Any) -> Any:
         return _Completions(self._target.with_options(*args, **kwargs), self._opts)
@@ -86,7 +108,9 @@ class _AsyncCompletions(_Proxy):
             return await self._target.create(*args, **kwargs)
         started = now()
         sdk_stream = await self._target.create(*args, **kwargs)
-        return AsyncStitchedStream(sdk_stream, self._opts.accumulator(kwargs, started))
+        stream = AsyncStitchedStream(sdk_stream, self._opts.accumulator(kwargs, started), request=kwargs)
+        self._opts.start_recording(stream)
+        return stream
 
     def with_options(self, *args: Any, **kwargs: Any) -> Any:
         return _AsyncCompletions(self._target.with_options(*args, **kwargs), self._opts)
@@ -134,11 +158,18 @@ def wrap(
     *,
     limits: Limits | None = None,
     empty_arguments: Literal["invalid", "object"] = "invalid",
+    record: str | os.PathLike[str] | None = None,
+    redact: Redact = False,
 ) -> Any:
     """Return a drop-in proxy of ``client`` whose streamed chat completions stitch tool calls.
 
     Works with ``OpenAI``, ``AsyncOpenAI`` and ``AzureOpenAI`` (and their async twin). The return
     type is ``Any`` on purpose: the proxy answers every attribute the client has.
+
+    ``record="dir/"`` writes each stream to a new JSONL file in that directory (created when
+    missing); ``redact`` masks tool-call arguments and/or content text in those files
+    (``True``, ``"arguments"`` or ``"content"``). A recording never breaks a stream: failures
+    become one ``RecordingWarning`` and ``stream.recorder.error``.
     """
     if isinstance(client, WrappedClient):
         return client
@@ -146,4 +177,5 @@ def wrap(
         raise TypeError(
             f"wrap() expects an openai.OpenAI or openai.AsyncOpenAI client, got {type(client).__name__}"
         )
-    return WrappedClient(client, _Options(limits, empty_arguments))
+    folder = None if record is None else Path(record)
+    return WrappedClient(client, _Options(limits, empty_arguments, folder, redact))

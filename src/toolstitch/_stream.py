@@ -4,32 +4,75 @@ They iterate the SDK's own stream, feed each chunk to the accumulator, and yield
 unchanged (rule 5: pass-through first). Whatever the SDK raises (an in-band error event, a dropped
 connection) reaches the caller unchanged, after the accumulator has marked every open call
 ``incomplete``. Closing the wrapper closes the SDK stream, and with it the HTTP response.
+
+An optional recorder (see ``_recording``) sees each chunk before the caller does and the end of the
+stream once; it is off by default, and it never raises into the iteration.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator
+import os
+from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator, Mapping
 from types import TracebackType
-from typing import Any, Generic, TypeVar
+from typing import IO, Any, Generic, Protocol, TypeVar
 
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from ._accumulator import Accumulator
 from ._anomaly import Anomaly
 from ._call import ToolCall
+from ._recording import Recorder, Redact
 
-__all__ = ["AsyncStitchedStream", "StitchedStream"]
+__all__ = ["AsyncStitchedStream", "StitchedStream", "StreamRecorder"]
 
 _S = TypeVar("_S")
+
+
+class StreamRecorder(Protocol):
+    """What a stream tells a recorder: each chunk as it arrives, then the end, once."""
+
+    def on_chunk(self, chunk: Any) -> None: ...
+
+    def on_end(self, error: BaseException | None) -> None:
+        """``None``: completed; ``GeneratorExit``: closed early; otherwise what the SDK raised."""
 
 
 class _Base(Generic[_S]):
     """What both twins share: the accumulator and the read-only views over it."""
 
-    def __init__(self, sdk_stream: _S, accumulator: Accumulator) -> None:
+    def __init__(
+        self,
+        sdk_stream: _S,
+        accumulator: Accumulator,
+        *,
+        recorder: StreamRecorder | None = None,
+        request: Mapping[str, Any] | None = None,
+    ) -> None:
         self._sdk_stream = sdk_stream
         self.accumulator = accumulator
         """The sans-I/O core fed by this stream."""
+        self.recorder = recorder
+        """What records this stream (``None`` unless recording was asked for)."""
+        self._request = request
+
+    def record(self, target: str | os.PathLike[str] | IO[str], *, redact: Redact = False) -> Recorder:
+        """Record this stream to ``target`` (a path, or an open text file) as JSONL.
+
+        Call it before iterating: a recording that misses chunks could not be replayed into the
+        same calls. Writing failures are reported once as a ``RecordingWarning`` (and in
+        ``recorder.error``); they never reach the iteration.
+        """
+        if self.recorder is not None:
+            raise RuntimeError(f"this stream is already recorded by {self.recorder!r}")
+        if self.accumulator.metrics.chunks or self.accumulator.ended:
+            raise RuntimeError("record() must be called before the stream is iterated")
+        recorder = Recorder.for_stream(target, self.accumulator, self._request, redact=redact)
+        self.recorder = recorder
+        return recorder
+
+    def _end_recording(self, error: BaseException | None) -> None:
+        if self.recorder is not None:
+            self.recorder.on_end(error)
 
     @property
     def sdk_stream(self) -> _S:
@@ -59,23 +102,35 @@ class _Base(Generic[_S]):
 class StitchedStream(_Base[Any]):
     """Yields the SDK's ``ChatCompletionChunk`` objects unchanged while merging tool calls."""
 
-    def __init__(self, sdk_stream: Any, accumulator: Accumulator) -> None:
-        super().__init__(sdk_stream, accumulator)
+    def __init__(
+        self,
+        sdk_stream: Any,
+        accumulator: Accumulator,
+        *,
+        recorder: StreamRecorder | None = None,
+        request: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(sdk_stream, accumulator, recorder=recorder, request=request)
         self._iterator = self._iterate()
 
     def _iterate(self) -> Generator[ChatCompletionChunk, None, None]:
         feed = self.accumulator.feed
         try:
             for chunk in self._sdk_stream:
+                if self.recorder is not None:
+                    self.recorder.on_chunk(chunk)
                 feed(chunk)
                 yield chunk
-        except GeneratorExit:
+        except GeneratorExit as exc:
             self.accumulator.end()
+            self._end_recording(exc)
             raise
         except BaseException as exc:
             self.accumulator.end(exc)
+            self._end_recording(exc)
             raise
         self.accumulator.end()
+        self._end_recording(None)
 
     def __iter__(self) -> Iterator[ChatCompletionChunk]:
         return self._iterator
@@ -99,6 +154,7 @@ class StitchedStream(_Base[Any]):
         self._iterator.close()
         self._sdk_stream.close()
         self.accumulator.end()
+        self._end_recording(GeneratorExit())
 
     def until_done(self) -> StitchedStream:
         """Consume the rest of the stream (chunks are still fed to the accumulator)."""
@@ -120,23 +176,35 @@ class StitchedStream(_Base[Any]):
 class AsyncStitchedStream(_Base[Any]):
     """The async twin of :class:`StitchedStream`."""
 
-    def __init__(self, sdk_stream: Any, accumulator: Accumulator) -> None:
-        super().__init__(sdk_stream, accumulator)
+    def __init__(
+        self,
+        sdk_stream: Any,
+        accumulator: Accumulator,
+        *,
+        recorder: StreamRecorder | None = None,
+        request: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(sdk_stream, accumulator, recorder=recorder, request=request)
         self._iterator = self._iterate()
 
     async def _iterate(self) -> AsyncGenerator[ChatCompletionChunk, None]:
         feed = self.accumulator.feed
         try:
             async for chunk in self._sdk_stream:
+                if self.recorder is not None:
+                    self.recorder.on_chunk(chunk)
                 feed(chunk)
                 yield chunk
-        except GeneratorExit:
+        except GeneratorExit as exc:
             self.accumulator.end()
+            self._end_recording(exc)
             raise
         except BaseException as exc:
             self.accumulator.end(exc)
+            self._end_recording(exc)
             raise
         self.accumulator.end()
+        self._end_recording(None)
 
     def __aiter__(self) -> AsyncIterator[ChatCompletionChunk]:
         return self._iterator
@@ -160,6 +228,7 @@ class AsyncStitchedStream(_Base[Any]):
         await self._iterator.aclose()
         await self._sdk_stream.close()
         self.accumulator.end()
+        self._end_recording(GeneratorExit())
 
     async def until_done(self) -> AsyncStitchedStream:
         """Consume the rest of the stream (chunks are still fed to the accumulator)."""
