@@ -39,12 +39,31 @@ from ._events import (
     ToolCallReady,
     ToolCallStarted,
 )
+from ._history import (
+    NOT_EXECUTED,
+    CallNotReadyError,
+    HistoryError,
+    HistoryProblem,
+    RepairChange,
+    RepairReport,
+    assistant_message,
+    call_error_text,
+    ensure_valid_history,
+    repair_history,
+    tool_message,
+    tool_messages,
+    validate_history,
+    validate_request,
+)
 from ._limits import Limits
+from ._recording import Recorder, RecordingWarning
+from ._replay import RecordedError, RecordingFormatError, Replay, replay
 from ._stream import AsyncStitchedStream, StitchedStream
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "NOT_EXECUTED",
     "Accumulator",
     "Anomaly",
     "AnomalyCode",
@@ -56,11 +75,14 @@ __all__ = [
     "AsyncStitchedStream",
     "CallIncomplete",
     "CallMetrics",
+    "CallNotReadyError",
     "CallStatus",
     "ChoiceFinished",
     "ContentDelta",
     "EmptyArguments",
     "Event",
+    "HistoryError",
+    "HistoryProblem",
     "IncompleteStreamError",
     "LateFragment",
     "LimitExceeded",
@@ -68,7 +90,14 @@ __all__ = [
     "MalformedArguments",
     "MissingName",
     "ReasoningDelta",
+    "RecordedError",
+    "Recorder",
+    "RecordingFormatError",
+    "RecordingWarning",
     "RefusalDelta",
+    "RepairChange",
+    "RepairReport",
+    "Replay",
     "SchemaViolation",
     "StitchedStream",
     "StreamEnded",
@@ -83,5 +112,14 @@ __all__ = [
     "UnknownTool",
     "WrappedClient",
     "__version__",
+    "assistant_message",
+    "call_error_text",
+    "ensure_valid_history",
+    "repair_history",
+    "replay",
+    "tool_message",
+    "tool_messages",
+    "validate_history",
+    "validate_request",
     "wrap",
 ]
