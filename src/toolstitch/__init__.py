@@ -39,6 +39,7 @@ from ._events import (
     ToolCallReady,
     ToolCallStarted,
 )
+from ._executor import CallTimings, ToolResult
 from ._history import (
     NOT_EXECUTED,
     CallNotReadyError,
@@ -55,10 +56,27 @@ from ._history import (
     validate_history,
     validate_request,
 )
+from ._ledger import Ledger, LedgerEntry, SQLiteLedger
 from ._limits import Limits
 from ._recording import Recorder, RecordingWarning
 from ._replay import RecordedError, RecordingFormatError, Replay, replay
+from ._run import (
+    CallDispatched,
+    CallFinished,
+    RequestRetried,
+    ResponseReceived,
+    RetryPolicy,
+    RunEvent,
+    RunResult,
+    Step,
+    StepFinished,
+    StepStarted,
+    StepTimings,
+    arun,
+    run,
+)
 from ._stream import AsyncStitchedStream, StitchedStream
+from ._tools import ConfirmCallback, Tool, Toolbox, tool
 
 __version__ = "0.1.0"
 
@@ -73,11 +91,15 @@ __all__ = [
     "ArgumentsMalformed",
     "ArgumentsNotAnObject",
     "AsyncStitchedStream",
+    "CallDispatched",
+    "CallFinished",
     "CallIncomplete",
     "CallMetrics",
     "CallNotReadyError",
     "CallStatus",
+    "CallTimings",
     "ChoiceFinished",
+    "ConfirmCallback",
     "ContentDelta",
     "EmptyArguments",
     "Event",
@@ -85,6 +107,8 @@ __all__ = [
     "HistoryProblem",
     "IncompleteStreamError",
     "LateFragment",
+    "Ledger",
+    "LedgerEntry",
     "LimitExceeded",
     "Limits",
     "MalformedArguments",
@@ -98,25 +122,41 @@ __all__ = [
     "RepairChange",
     "RepairReport",
     "Replay",
+    "RequestRetried",
+    "ResponseReceived",
+    "RetryPolicy",
+    "RunEvent",
+    "RunResult",
+    "SQLiteLedger",
     "SchemaViolation",
+    "Step",
+    "StepFinished",
+    "StepStarted",
+    "StepTimings",
     "StitchedStream",
     "StreamEnded",
     "StreamMetrics",
+    "Tool",
     "ToolCall",
     "ToolCallError",
     "ToolCallIncomplete",
     "ToolCallInvalid",
     "ToolCallReady",
     "ToolCallStarted",
+    "ToolResult",
+    "Toolbox",
     "ToolstitchError",
     "UnknownTool",
     "WrappedClient",
     "__version__",
+    "arun",
     "assistant_message",
     "call_error_text",
     "ensure_valid_history",
     "repair_history",
     "replay",
+    "run",
+    "tool",
     "tool_message",
     "tool_messages",
     "validate_history",
