@@ -998,3 +998,50 @@ def test_repaired_histories_validate(dialect: str, history: list[Msg]) -> None:
 
     again, second = repair_history(fixed, dialect)  # repair is idempotent
     assert again == fixed and not second.changed
+
+
+def test_tool_messages_takes_executed_results_in_declared_order() -> None:
+    """``ts.tool_messages(results)`` as DESIGN.md shows it: results straight from ``Toolbox.execute``."""
+    import toolstitch as ts
+    from toolstitch.testing import chunk
+
+    @ts.tool
+    def echo(text: str) -> str:
+        """Echo the text."""
+        return text.upper()
+
+    acc = ts.Accumulator()
+    for c in [
+        chunk(
+            delta={
+                "tool_calls": [
+                    {
+                        "index": 1,
+                        "id": "call_b",
+                        "type": "function",
+                        "function": {"name": "echo", "arguments": '{"text": "b"}'},
+                    }
+                ]
+            }
+        ),
+        chunk(
+            delta={
+                "tool_calls": [
+                    {
+                        "index": 0,
+                        "id": "call_a",
+                        "type": "function",
+                        "function": {"name": "echo", "arguments": '{"text": "a"}'},
+                    }
+                ]
+            }
+        ),
+        chunk(delta={}, finish_reason="tool_calls"),
+    ]:
+        acc.feed(c)
+    with ts.Toolbox([echo]) as box:
+        results = box.execute(list(reversed(acc.tool_calls)))
+    messages = ts.tool_messages(results)
+    assert [(m["tool_call_id"], m["content"]) for m in messages] == [("call_a", "A"), ("call_b", "B")]
+    with pytest.raises(TypeError, match="pairs or executed results"):
+        ts.tool_messages([object()])

@@ -445,19 +445,39 @@ def tool_message(
 
 
 def tool_messages(
-    pairs: Iterable[tuple[ToolCallLike | Any, Any]], *, dialect: str | Dialect = "openai"
+    items: Iterable[tuple[ToolCallLike | Any, Any] | Any], *, dialect: str | Dialect = "openai"
 ) -> list[Message]:
-    """One :func:`tool_message` per ``(call, result)`` pair; an exception as a result (as
+    """One tool message per item: a ``(call, result)`` pair, or a result of ``Toolbox.execute``
+    (anything with ``.call`` and ``.to_message(dialect)``). An exception as a result (as
     ``asyncio.gather(..., return_exceptions=True)`` gives) is an error result.
 
     The messages come in the calls' index order when every call carries one (toolstitch
     ``ToolCall``), because servers whose templates pair results by position need that (H05); else
     in the given order.
     """
-    items = list(pairs)
-    if items and all(isinstance(getattr(c, "index", None), int) for c, _ in items):
-        items.sort(key=lambda pair: tuple(getattr(pair[0], k, 0) for k in ("choice", "index", "slot")))
-    return [tool_message(call, result, dialect=dialect) for call, result in items]
+    entries = [(_call_of(item), item) for item in items]
+    if entries and all(isinstance(getattr(c, "index", None), int) for c, _ in entries):
+        entries.sort(key=lambda e: tuple(getattr(e[0], k, 0) for k in ("choice", "index", "slot")))
+    out: list[Message] = []
+    for call, item in entries:
+        if isinstance(item, tuple):
+            out.append(tool_message(call, item[1], dialect=dialect))
+        else:
+            out.append(item.to_message(dialect))
+    return out
+
+
+def _call_of(item: Any) -> Any:
+    """The call an item answers: the first of a pair, or the ``.call`` of an executed result."""
+    if isinstance(item, tuple):
+        if len(item) != 2:
+            raise TypeError("tool_messages() takes (call, result) pairs or executed results")
+        return item[0]
+    if callable(getattr(item, "to_message", None)) and hasattr(item, "call"):
+        return item.call
+    raise TypeError(
+        f"tool_messages() takes (call, result) pairs or executed results, got {type(item).__name__}"
+    )
 
 
 # ----------------------------------------------------------------------------- validator
