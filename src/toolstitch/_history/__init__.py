@@ -34,8 +34,8 @@ from typing import Any, Literal, Protocol
 
 import pydantic
 
-from ._dialects import RULES, Dialect, Severity, get_dialect
-from ._errors import ToolstitchError
+from .._dialects import RULES, Dialect, Severity, get_dialect
+from .._errors import ToolstitchError
 
 __all__ = [
     "NOT_EXECUTED",
