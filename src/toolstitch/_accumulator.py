@@ -48,8 +48,10 @@ from ._events import (
 )
 from ._limits import Limits
 from ._normalize import (
+    SKIP,
     CallTable,
     ChoicePiece,
+    InBandError,
     MalformedChunk,
     ToolFragment,
     apply_identity,
@@ -57,6 +59,7 @@ from ._normalize import (
     read_chunk,
     resolve_call,
 )
+from ._recover import TextToolCallRecovery
 from ._schema import ToolSchemas
 
 __all__ = ["Accumulator", "StreamMetrics"]
@@ -135,6 +138,8 @@ class Accumulator:
     checked against them: an unknown name or a schema failure makes the call ``invalid``.
     ``empty_arguments="object"`` reads ``""`` arguments as ``{}`` (recorded as an anomaly); the
     default ``"invalid"`` refuses them, since a missing value is not an empty one.
+    ``recover_text_tool_calls=True`` reads tool calls that a server wrote as text in ``content``
+    (``<tool_call>{...}</tool_call>`` and similar) once the choice finishes; see ``_recover.py``.
     ``clock`` replaces ``time.monotonic`` for every timestamp: replay passes the recorded times, so
     the metrics of a replayed stream are those of the original.
     """
@@ -147,12 +152,14 @@ class Accumulator:
         empty_arguments: Literal["invalid", "object"] = "invalid",
         started_at: float | None = None,
         clock: Callable[[], float] | None = None,
+        recover_text_tool_calls: bool = False,
     ) -> None:
         if empty_arguments not in ("invalid", "object"):
             raise ValueError('empty_arguments must be "invalid" or "object"')
         self.limits = limits or Limits()
         self._schemas = ToolSchemas(tools) if tools else None
         self._empty_as_object = empty_arguments == "object"
+        self._recovery = TextToolCallRecovery(tools) if recover_text_tool_calls else None
         self._choices: dict[int, _Choice] = {}
         self.anomalies: list[Anomaly] = []
         """Every anomaly of the stream, once per (code, choice, call)."""
@@ -228,6 +235,9 @@ class Accumulator:
             envelope, pieces = read_chunk(chunk, notes)
         except MalformedChunk as exc:
             return self._note_chunk(AnomalyCode.MALFORMED_CHUNK, str(exc), chunk)
+        except InBandError as exc:
+            # The SDK raises these itself; fed by hand, the chunk ends the input with the error.
+            return [*self._note_chunk(AnomalyCode.IN_BAND_ERROR, str(exc), chunk), *self.end(exc)]
         events: list[Event] = []
         try:
             self._take_envelope(envelope, bool(pieces), notes, chunk)
@@ -342,6 +352,10 @@ class Accumulator:
         table = state.table
         local: list[Anomaly] = frag.anomalies or []
         call, index = resolve_call(table, frag, state.index, local)
+        if index == SKIP:
+            for note in local:
+                self._record(note, None, events)
+            return
         if call is None:
             call = ToolCall(state.index, index, len(table.calls), self.limits)
             call.metrics.opened_at = t
@@ -392,6 +406,8 @@ class Accumulator:
     def _finish(
         self, state: _Choice, reason: str, t: float, events: list[Event], notes: list[Anomaly]
     ) -> None:
+        if self._recovery is not None and state.finish_reason is None and reason != "length":
+            self._recover_text_calls(state, t, events, notes)
         state.finish_reasons.append(reason)
         if state.finish_reason is not None:
             notes.append(
@@ -424,6 +440,19 @@ class Accumulator:
         if calls:
             self._ensure_ids(state, _ordered(calls))
         events.append(ChoiceFinished(state.index, reason))
+
+    def _recover_text_calls(
+        self, state: _Choice, t: float, events: list[Event], notes: list[Anomaly]
+    ) -> None:
+        """Opt-in (Q32): tool calls written as text in the finished content become calls."""
+        if state.table.calls or not state.content:
+            return
+        assert self._recovery is not None
+        rest, frags = self._recovery.fragments("".join(state.content), 0)
+        if frags:
+            state.content = [rest] if rest else []
+            for frag in frags:
+                self._take_fragment(state, frag, t, events, notes)
 
     def _seal_calls(self, calls: list[ToolCall], t: float, events: list[Event]) -> None:
         for call in calls:
@@ -486,6 +515,27 @@ class Accumulator:
                 self._ensure_ids(state, _ordered(state.table.calls))
             open_calls = [c for c in state.table.calls if c.status == "open"]
             if not open_calls:
+                continue
+            if (
+                error is None
+                and state.finish_reason is None
+                and any(other.finish_reason is not None for other in self._choices.values())
+                and all(c.scanner.complete for c in open_calls)
+            ):
+                # Another choice finished and the stream ended cleanly; this one's calls all hold a
+                # closed JSON value, so nothing of them can be missing: seal them (noted).
+                self._record(
+                    Anomaly(
+                        AnomalyCode.FINISH_REASON_MISSING,
+                        "the stream ended without a finish_reason for this choice; its complete "
+                        "calls were sealed as if it had finished with 'tool_calls'",
+                        state.index,
+                    ),
+                    None,
+                    events,
+                )
+                state.finish_reason = "tool_calls"
+                self._seal_calls(open_calls, t, events)
                 continue
             if error is None and state.finish_reason not in (None, "length"):
                 self._seal_calls(open_calls, t, events)
@@ -591,7 +641,13 @@ class Accumulator:
                 seen.add(call.id)
                 continue
             code = AnomalyCode.CALL_ID_REUSED if call.id is not None else AnomalyCode.ID_SYNTHESIZED
-            basis = f"{self._id or ''}:{state.index}:{call.slot}:{call.name or ''}"
+            # Unique within the message (slot) and, in practice, across turns (the completion id,
+            # or for providers that send none, its time and the arguments), so that idempotency by
+            # call id never mistakes a later turn's call for an earlier one.
+            basis = (
+                f"{self._id or ''}:{self._created}:{self._model}:{state.index}:{call.slot}:"
+                f"{call.name or ''}:{call.arguments}"
+            )
             made = "call_ts" + hashlib.sha256(basis.encode()).hexdigest()[:20]
             self._record(
                 Anomaly(code, f"id {call.id!r} unusable; synthesized {made!r}", raw=call.id),

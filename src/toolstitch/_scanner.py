@@ -75,6 +75,16 @@ class JSONScanner:
         return twin
 
     @property
+    def in_string(self) -> bool:
+        """True while inside a string (an escape may be pending)."""
+        return self._in_string
+
+    @property
+    def in_array(self) -> bool:
+        """True when the innermost open container is an array."""
+        return bool(self._stack) and self._stack[-1] == "]"
+
+    @property
     def started(self) -> bool:
         """True once the opening ``{`` has been seen."""
         return bool(self._stack) or self.complete
