@@ -227,3 +227,21 @@ def test_usage_from_a_final_chunk_with_empty_choices(server: LocalServer) -> Non
     stream = create(ts.wrap(server.client()), stream_options={"include_usage": True})
     completion = stream.get_final_completion()
     assert completion.usage is not None and completion.usage.total_tokens == 14
+
+
+def test_text_tool_calls_are_recovered_only_when_asked(server: LocalServer) -> None:
+    text = 'Let me check. <tool_call>{"name": "get_weather", "arguments": {"city": "Oslo"}}</tool_call>'
+    items = [chunk(delta={"role": "assistant", "content": text[:20]}), chunk(delta={"content": text[20:]})]
+    items.append(chunk(delta={}, finish_reason="stop"))
+    server.enqueue(StreamScript(items), StreamScript(items))
+
+    plain = create(ts.wrap(server.client()))
+    plain.get_final_completion()
+    assert plain.tool_calls == []
+
+    stream = create(ts.wrap(server.client(), recover_text_tool_calls=True))
+    stream.get_final_completion()
+    (call,) = stream.tool_calls
+    assert (call.name, call.parsed, call.status) == ("get_weather", {"city": "Oslo"}, "ready")
+    assert call.id
+    assert "tool_call_in_content" in {a.code for a in stream.anomalies}

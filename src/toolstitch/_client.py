@@ -31,7 +31,7 @@ __all__ = ["WrappedClient", "wrap"]
 class _Options:
     """What ``wrap`` was told, handed down to every proxy and accumulator."""
 
-    __slots__ = ("empty_arguments", "limits", "record", "redact")
+    __slots__ = ("empty_arguments", "limits", "record", "recover_text_tool_calls", "redact")
 
     def __init__(
         self,
@@ -39,8 +39,10 @@ class _Options:
         empty_arguments: Literal["invalid", "object"],
         record: Path | None = None,
         redact: Redact = False,
+        recover_text_tool_calls: bool = False,
     ) -> None:
         self.limits = limits
+        self.recover_text_tool_calls = recover_text_tool_calls
         self.empty_arguments: Literal["invalid", "object"] = empty_arguments
         self.record = record
         self.redact = redact
@@ -58,6 +60,7 @@ class _Options:
             limits=self.limits,
             empty_arguments=self.empty_arguments,
             started_at=started_at,
+            recover_text_tool_calls=self.recover_text_tool_calls,
         )
 
 
@@ -160,6 +163,7 @@ def wrap(
     empty_arguments: Literal["invalid", "object"] = "invalid",
     record: str | os.PathLike[str] | None = None,
     redact: Redact = False,
+    recover_text_tool_calls: bool = False,
 ) -> Any:
     """Return a drop-in proxy of ``client`` whose streamed chat completions stitch tool calls.
 
@@ -170,6 +174,9 @@ def wrap(
     missing); ``redact`` masks tool-call arguments and/or content text in those files
     (``True``, ``"arguments"`` or ``"content"``). A recording never breaks a stream: failures
     become one ``RecordingWarning`` and ``stream.recorder.error``.
+
+    ``recover_text_tool_calls=True`` turns tool calls that a server wrote as text in ``content``
+    (``<tool_call>{...}</tool_call>``) into tool calls, each recorded as an anomaly. Off by default.
     """
     if isinstance(client, WrappedClient):
         return client
@@ -178,4 +185,4 @@ def wrap(
             f"wrap() expects an openai.OpenAI or openai.AsyncOpenAI client, got {type(client).__name__}"
         )
     folder = None if record is None else Path(record)
-    return WrappedClient(client, _Options(limits, empty_arguments, folder, redact))
+    return WrappedClient(client, _Options(limits, empty_arguments, folder, redact, recover_text_tool_calls))

@@ -22,6 +22,7 @@ __all__ = [
     "ArgumentsNotAnObject",
     "CallIncomplete",
     "EmptyArguments",
+    "InBandError",
     "IncompleteStreamError",
     "LateFragment",
     "LimitExceeded",
@@ -129,3 +130,17 @@ class CallIncomplete(ToolCallError):
     """The stream ended or failed before the call was sealed; its text may be truncated."""
 
     code = "incomplete"
+
+
+class InBandError(ToolstitchError):
+    """A chunk carried an ``error`` field: the server reported a failure inside the stream (Q27).
+
+    The SDK raises ``openai.APIError`` for such an event before toolstitch sees it; this error ends
+    the input when chunks are fed by hand (replays, other transports), so that no open call can
+    become ``ready``. ``body`` is the error value as sent (an object or a string).
+    """
+
+    def __init__(self, body: Any) -> None:
+        message = body.get("message") if isinstance(body, dict) else body
+        super().__init__(f"in-band error: {message if isinstance(message, str) else body!r}")
+        self.body = body

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from ._anomaly import Anomaly, AnomalyCode
-from ._errors import ToolstitchError
+from ._errors import InBandError
 
 if TYPE_CHECKING:
     from ._call import ToolCall
@@ -84,20 +84,6 @@ _ENVELOPE_KEYS = frozenset(
 
 class MalformedChunk(ValueError):
     """A chunk so broken that nothing in it can be used (e.g. not an object)."""
-
-
-class InBandError(ToolstitchError):
-    """A chunk carried an ``error`` field: the server reported a failure inside the stream (Q27).
-
-    The SDK raises ``openai.APIError`` for such an event before toolstitch sees it; this error ends
-    the input when chunks are fed by hand (replays, other transports), so that no open call can
-    become ``ready``. ``body`` is the error value as sent (an object or a string).
-    """
-
-    def __init__(self, body: Any) -> None:
-        message = body.get("message") if isinstance(body, dict) else body
-        super().__init__(f"in-band error: {message if isinstance(message, str) else body!r}")
-        self.body = body
 
 
 def _get(obj: Any, key: str) -> Any:
