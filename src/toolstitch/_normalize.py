@@ -86,17 +86,18 @@ class MalformedChunk(ValueError):
     """A chunk so broken that nothing in it can be used (e.g. not an object)."""
 
 
-def _get(obj: Any, key: str) -> Any:
-    """Read a known field from a dict or an SDK model (pydantic keeps a model's fields in ``__dict__``;
-    reading it directly skips attribute lookup, which matters at one call per field per chunk)."""
+def _fields(obj: Any) -> dict[str, Any] | None:
+    """The known fields of a JSON object as a dict: the dict itself, or an SDK (pydantic) model's
+    ``__dict__`` (where pydantic keeps them); None when ``obj`` is not an object.
+
+    Reading fields from this dict, rather than with ``getattr`` per field, is what keeps the
+    normalize layer cheap per chunk (rule 7).
+    """
     if type(obj) is dict:
-        return obj.get(key)
-    return obj.__dict__.get(key)
-
-
-def _is_object(value: Any) -> bool:
-    """A JSON object: a dict, or an SDK (pydantic) model built from one."""
-    return type(value) is dict or isinstance(value, BaseModel)
+        return obj
+    if isinstance(obj, BaseModel):
+        return obj.__dict__
+    return None
 
 
 def _extras(obj: Any, known: frozenset[str]) -> dict[str, Any] | None:
@@ -129,14 +130,15 @@ class Envelope:
         "usage",
     )
 
-    def __init__(self, chunk: Any) -> None:
-        self.id = _get(chunk, "id")
-        self.object = _get(chunk, "object")
-        self.created = _get(chunk, "created")
-        self.model = _get(chunk, "model")
-        self.system_fingerprint = _get(chunk, "system_fingerprint")
-        self.service_tier = _get(chunk, "service_tier")
-        self.usage = _get(chunk, "usage")
+    def __init__(self, chunk: Any, fields: dict[str, Any]) -> None:
+        get = fields.get
+        self.id = get("id")
+        self.object = get("object")
+        self.created = get("created")
+        self.model = get("model")
+        self.system_fingerprint = get("system_fingerprint")
+        self.service_tier = get("service_tier")
+        self.usage = get("usage")
         self.extra = _extras(chunk, _ENVELOPE_KEYS)
 
 
@@ -222,7 +224,8 @@ def _clean_str(value: Any, what: str, anomalies: list[Anomaly], raw: Any) -> str
 def _read_tool_fragment(entry: Any, chunk_anomalies: list[Anomaly]) -> ToolFragment | None:
     if entry is None:
         return None
-    if not _is_object(entry):
+    fields = _fields(entry)
+    if fields is None:
         chunk_anomalies.append(
             Anomaly(AnomalyCode.MALFORMED_CHUNK, "tool call entry is not an object", raw=entry)
         )
@@ -230,7 +233,7 @@ def _read_tool_fragment(entry: Any, chunk_anomalies: list[Anomaly]) -> ToolFragm
     frag = ToolFragment()
     frag.raw = entry
     anomalies: list[Anomaly] = []
-    index = _get(entry, "index")
+    index = fields.get("index")
     if index is not None:
         if type(index) is int and index >= 0:
             frag.index = index
@@ -242,10 +245,10 @@ def _read_tool_fragment(entry: Any, chunk_anomalies: list[Anomaly]) -> ToolFragm
             anomalies.append(Anomaly(AnomalyCode.NON_INTEGER_INDEX, "index was a float", raw=entry))
         else:
             anomalies.append(Anomaly(AnomalyCode.NON_INTEGER_INDEX, f"unusable index {index!r}", raw=entry))
-    raw_id = _get(entry, "id")
+    raw_id = fields.get("id")
     if raw_id is not None:
         frag.id = _clean_str(raw_id, "id", anomalies, entry)
-    ftype = _get(entry, "type")
+    ftype = fields.get("type")
     if ftype is not None:
         if type(ftype) is str:
             frag.type = ftype
@@ -253,15 +256,16 @@ def _read_tool_fragment(entry: Any, chunk_anomalies: list[Anomaly]) -> ToolFragm
             anomalies.append(
                 Anomaly(AnomalyCode.MALFORMED_CHUNK, f"type was a {type(ftype).__name__}", raw=entry)
             )
-    function = _get(entry, "function")
+    function = fields.get("function")
     if function is not None:
-        if not _is_object(function):
+        ffields = _fields(function)
+        if ffields is None:
             anomalies.append(Anomaly(AnomalyCode.MALFORMED_CHUNK, "function is not an object", raw=entry))
         else:
-            name = _get(function, "name")
+            name = ffields.get("name")
             if name is not None:
                 frag.name = _clean_str(name, "name", anomalies, entry)
-            arguments = _get(function, "arguments")
+            arguments = ffields.get("arguments")
             if type(arguments) is str:
                 frag.arguments = arguments
             elif arguments is None:
@@ -293,7 +297,8 @@ def _read_tool_fragment(entry: Any, chunk_anomalies: list[Anomaly]) -> ToolFragm
 
 def _read_legacy_function_call(fc: Any) -> ToolFragment | None:
     """A legacy ``delta.function_call`` piece, read as tool call 0 (its id will be synthesized)."""
-    if not _is_object(fc):
+    fields = _fields(fc)
+    if fields is None:
         return None
     frag = ToolFragment()
     frag.raw = fc
@@ -301,10 +306,10 @@ def _read_legacy_function_call(fc: Any) -> ToolFragment | None:
     frag.anomalies = anomalies
     frag.index = 0
     frag.type = "function"
-    name = _get(fc, "name")
+    name = fields.get("name")
     if name is not None:
         frag.name = _clean_str(name, "name", anomalies, fc)
-    arguments = _get(fc, "arguments")
+    arguments = fields.get("arguments")
     if type(arguments) is str:
         frag.arguments = arguments
     anomalies.append(
@@ -319,14 +324,15 @@ def _read_legacy_function_call(fc: Any) -> ToolFragment | None:
 
 def read_chunk(chunk: Any, anomalies: list[Anomaly]) -> tuple[Envelope, list[ChoicePiece]]:
     """Read one raw chunk. Repairs append to ``anomalies``; only an unusable chunk raises."""
-    if not _is_object(chunk):
+    fields = _fields(chunk)
+    if fields is None:
         raise MalformedChunk(f"a chunk must be an object, got {type(chunk).__name__}")
     error = chunk.get("error") if type(chunk) is dict else (chunk.__pydantic_extra__ or {}).get("error")
     if error:
         # Like the SDK (``openai._streaming``): any truthy ``error`` is a failure, object or string.
         raise InBandError(error)
-    envelope = Envelope(chunk)
-    raw_choices = _get(chunk, "choices")
+    envelope = Envelope(chunk, fields)
+    raw_choices = fields.get("choices")
     if raw_choices is None:
         return envelope, []
     if type(raw_choices) is not list:
@@ -334,17 +340,18 @@ def read_chunk(chunk: Any, anomalies: list[Anomaly]) -> tuple[Envelope, list[Cho
         return envelope, []
     pieces: list[ChoicePiece] = []
     for raw in raw_choices:
-        if not _is_object(raw):
+        cfields = _fields(raw)
+        if cfields is None:
             anomalies.append(Anomaly(AnomalyCode.MALFORMED_CHUNK, "choice is not an object", raw=raw))
             continue
-        index = _get(raw, "index")
+        index = cfields.get("index")
         if type(index) is not int or index < 0:
             anomalies.append(
                 Anomaly(AnomalyCode.MALFORMED_CHUNK, f"choice index {index!r} read as 0", raw=raw)
             )
             index = 0
         piece = ChoicePiece(index)
-        finish = _get(raw, "finish_reason")
+        finish = cfields.get("finish_reason")
         if finish is not None:
             if type(finish) is not str:
                 anomalies.append(
@@ -365,13 +372,14 @@ def read_chunk(chunk: Any, anomalies: list[Anomaly]) -> tuple[Envelope, list[Cho
                 )
             else:
                 piece.finish_reason = finish
-        piece.logprobs = _get(raw, "logprobs")
-        delta = _get(raw, "delta")
+        piece.logprobs = cfields.get("logprobs")
+        delta = cfields.get("delta")
         if delta is not None:
-            if not _is_object(delta):
+            dfields = _fields(delta)
+            if dfields is None:
                 anomalies.append(Anomaly(AnomalyCode.MALFORMED_CHUNK, "delta is not an object", raw=raw))
             else:
-                _read_delta(delta, piece, anomalies)
+                _read_delta(delta, dfields, piece, anomalies)
         pieces.append(piece)
     return envelope, pieces
 
@@ -385,10 +393,17 @@ def _text(value: Any, what: str, anomalies: list[Anomaly]) -> str | None:
     return None
 
 
-def _read_delta(delta: Any, piece: ChoicePiece, anomalies: list[Anomaly]) -> None:
-    piece.role = _get(delta, "role")
-    piece.content = _text(_get(delta, "content"), "content", anomalies)
-    piece.refusal = _text(_get(delta, "refusal"), "refusal", anomalies)
+def _read_delta(delta: Any, fields: dict[str, Any], piece: ChoicePiece, anomalies: list[Anomaly]) -> None:
+    get = fields.get
+    piece.role = get("role")
+    content = get("content")
+    piece.content = (
+        content if content is None or type(content) is str else _text(content, "content", anomalies)
+    )
+    refusal = get("refusal")
+    piece.refusal = (
+        refusal if refusal is None or type(refusal) is str else _text(refusal, "refusal", anomalies)
+    )
     extra = _extras(delta, _DELTA_KEYS)
     if extra:
         # Keep what belongs to the message: reasoning text (concatenated) and structured values
@@ -401,7 +416,7 @@ def _read_delta(delta: Any, piece: ChoicePiece, anomalies: list[Anomaly]) -> Non
             for k, v in extra.items()
             if (k in REASONING_FIELDS and type(v) is str) or isinstance(v, (dict, list, BaseModel))
         } or None
-    tool_calls = _get(delta, "tool_calls")
+    tool_calls = get("tool_calls")
     if tool_calls:
         if type(tool_calls) is not list:
             anomalies.append(Anomaly(AnomalyCode.MALFORMED_CHUNK, "tool_calls is not a list", raw=tool_calls))
@@ -412,7 +427,7 @@ def _read_delta(delta: Any, piece: ChoicePiece, anomalies: list[Anomaly]) -> Non
                 if frag is not None:
                     frags.append(frag)
             piece.tool_fragments = frags
-    function_call = _get(delta, "function_call")
+    function_call = get("function_call")
     if function_call is not None and not tool_calls:
         frag = _read_legacy_function_call(function_call)
         if frag is not None:
