@@ -1,6 +1,9 @@
 """The run loop: stream, seal, gate, execute, append results, ask again.
 
-``run`` (sync) and ``arun`` (async) are twins. One step is:
+``run`` (sync) and ``arun`` (async) are thin twins over one shared core: ``_Loop`` holds the run's
+state and ``_Turn`` one step's, and every decision and all bookkeeping live there. The twins hold only
+the I/O (sending the request, reading the stream, executing the calls, sleeping between attempts), so
+they cannot drift apart. One step is:
 
 1. stream a request with ``tools=box.definitions()`` through a ``ts.wrap``-ped client (the caller's
    client is wrapped when it is not already), retrying with tenacity when the request fails before
@@ -35,7 +38,7 @@ import random
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 import openai
 import tenacity
@@ -333,35 +336,6 @@ class _Loop:
 
         return on_start, on_result
 
-    def retrying_kwargs(self, step: int, state: dict[str, bool]) -> dict[str, Any]:
-        def retryable(exc: BaseException) -> bool:
-            if state.get("sealed"):
-                return False  # the answer was complete before the failure: do not ask again
-            return _is_retryable(exc)
-
-        def before_sleep(retry_state: tenacity.RetryCallState) -> None:
-            outcome = retry_state.outcome
-            error = outcome.exception() if outcome is not None else None
-            wait = retry_state.next_action.sleep if retry_state.next_action is not None else 0.0
-            if error is not None:
-                logger.warning(
-                    "request of step %d failed (%s: %s); retry %d in %.2fs",
-                    step,
-                    type(error).__name__,
-                    error,
-                    retry_state.attempt_number,
-                    wait,
-                )
-                self.emit(RequestRetried(step, retry_state.attempt_number, error, wait))
-
-        return dict(
-            stop=tenacity.stop_after_attempt(self.policy.attempts),
-            wait=_Wait(self.policy),
-            retry=tenacity.retry_if_exception(retryable),
-            before_sleep=before_sleep,
-            reraise=True,
-        )
-
     def request_kwargs(self) -> dict[str, Any]:
         kwargs = dict(self.create_kwargs)
         kwargs["messages"] = list(self.history)
@@ -491,6 +465,180 @@ class _Loop:
     def result(self, stop: StopReason) -> RunResult:
         return RunResult(self.history, self.completion, self.steps, stop)
 
+    # -- steps ---------------------------------------------------------------------------------
+
+    def step_indices(self) -> range:
+        """The indices of the steps that send a request (after the resumed step 0, if any)."""
+        return range(len(self.steps), len(self.steps) + self.max_steps)
+
+    def begin_step(self, index: int) -> _Turn:
+        """Announce step ``index`` and return its state for the twin that runs it."""
+        self.emit(StepStarted(index))
+        return _Turn(self, index)
+
+    def execute_kwargs(
+        self, index: int, keys: list[str], started: dict[int, Started] | None = None
+    ) -> _ExecuteKwargs:
+        """The keyword arguments of ``execute``/``aexecute`` for the calls of step ``index``."""
+        on_start, on_result = self.hooks(index)
+        return _ExecuteKwargs(
+            ledger=self.ledger,
+            keys=keys,
+            raise_tool_errors=self.raise_tool_errors,
+            started=started,
+            on_start=on_start,
+            on_result=on_result,
+        )
+
+    def resume_kwargs(self, calls: Sequence[ToolCall]) -> _ExecuteKwargs:
+        """For the resumed step 0: the saved history's ids are the ledger keys (see ``adopt_message``)."""
+        return self.execute_kwargs(0, [c.id or "" for c in calls])
+
+    def resumed(self, calls: list[ToolCall], results: list[ToolResult], t0: float) -> None:
+        """Close the resumed step 0 (begun at ``t0``): its tool messages join the history."""
+        self.append_results(results)
+        elapsed = now() - t0
+        self.finish_step(0, None, calls, results, StepTimings(execution=elapsed, total=elapsed), [])
+
+
+class _ExecuteKwargs(TypedDict):
+    """What the run loop passes to ``execute``/``aexecute`` besides the toolbox and the calls."""
+
+    ledger: Ledger
+    keys: list[str]
+    raise_tool_errors: bool
+    started: dict[int, Started] | None
+    on_start: Callable[[ToolCall, bool], None]
+    on_result: Callable[[ToolResult], None]
+
+
+class _Turn:
+    """One step of the loop, between the twins' I/O: its request, attempts, eager calls and timings.
+
+    A twin only sends the request, iterates the stream, starts eager calls, runs the sealed calls
+    and sleeps between attempts (sync or async); every decision and all bookkeeping around those
+    live here, once. The twin sets ``stream`` when a request was sent and ``completion`` when its
+    stream finished.
+    """
+
+    completion: ChatCompletion  # set by the twin when the stream finished
+
+    def __init__(self, loop: _Loop, index: int) -> None:
+        self.loop = loop
+        self.index = index
+        self.t_step = now()
+        self.timings = StepTimings()
+        # The failed attempt had sealed a call: its answer was complete, so it is not asked again.
+        self.sealed = False
+        self.early: dict[int, Started] = {}
+        self.seen: set[int] = set()
+        self.request = loop.request_kwargs()
+        self.stream: Any = None
+        self.t_request = 0.0
+        self.t_end = 0.0
+        self.calls: list[ToolCall] = []
+        self.keys: list[str] = []
+
+    def retrying_kwargs(self) -> dict[str, Any]:
+        """The arguments of ``tenacity.Retrying``/``AsyncRetrying`` (the async twin adds ``sleep``)."""
+        loop, step = self.loop, self.index
+
+        def retryable(exc: BaseException) -> bool:
+            if self.sealed:
+                return False  # the answer was complete before the failure: do not ask again
+            return _is_retryable(exc)
+
+        def before_sleep(retry_state: tenacity.RetryCallState) -> None:
+            outcome = retry_state.outcome
+            error = outcome.exception() if outcome is not None else None
+            wait = retry_state.next_action.sleep if retry_state.next_action is not None else 0.0
+            if error is not None:
+                logger.warning(
+                    "request of step %d failed (%s: %s); retry %d in %.2fs",
+                    step,
+                    type(error).__name__,
+                    error,
+                    retry_state.attempt_number,
+                    wait,
+                )
+                loop.emit(RequestRetried(step, retry_state.attempt_number, error, wait))
+
+        return dict(
+            stop=tenacity.stop_after_attempt(loop.policy.attempts),
+            wait=_Wait(loop.policy),
+            retry=tenacity.retry_if_exception(retryable),
+            before_sleep=before_sleep,
+            reraise=True,
+        )
+
+    def attempt_started(self) -> None:
+        """Called before each request is sent."""
+        self.timings.attempts += 1
+        self.sealed = False
+        self.stream = None
+        self.t_request = now()
+
+    def dispatch_eager(self, start: Callable[[Toolbox, ToolCall, Admission], Started]) -> None:
+        """After each chunk (``eager``): start, with ``start_early``/``astart_early``, the calls
+        whose arguments just became complete and may run before the stream is sealed."""
+        loop = self.loop
+        if not loop.eager:
+            return
+        for call in self.stream.accumulator.tool_calls:
+            admission = loop.eager_candidate(call, self.seen)
+            if admission is not None:
+                self.early[id(call)] = start(loop.box, call, admission)
+                loop.emit(CallDispatched(self.index, call, True))
+
+    def attempt_failed(self) -> None:
+        """The request or its stream failed (the exception is then re-raised to tenacity)."""
+        for handle in self.early.values():
+            handle.cancel()  # the stream failed: results of eager calls are discarded
+        self.early.clear()
+        self.seen.clear()
+        if self.stream is not None:
+            self.sealed = any(c.status in ("ready", "invalid") for c in self.stream.accumulator.calls())
+
+    def received(self) -> StopReason | None:
+        """After the successful attempt: the assistant message joins the history. ``"done"`` (the
+        step is then over) when it has no calls; None when the twin must now run ``calls``."""
+        loop, timings = self.loop, self.timings
+        acc: Accumulator = self.stream.accumulator
+        self.t_end = acc.metrics.ended_at or now()
+        if acc.metrics.first_chunk_at is not None:
+            timings.first_chunk = acc.metrics.first_chunk_at - self.t_request
+        timings.streaming = self.t_end - self.t_request
+        completion = self.completion
+        loop.completion = completion
+        message = assistant_message(completion, dialect=loop.dialect)
+        self.calls = acc.tool_calls
+        self.keys = loop.adopt_message(message, self.calls)
+        loop.history.append(message)
+        loop.emit(ResponseReceived(self.index, completion, message))
+        if self.calls:
+            return None
+        for handle in self.early.values():
+            handle.cancel()
+        timings.total = now() - self.t_step
+        loop.finish_step(self.index, completion, [], [], timings, list(acc.anomalies))
+        return "done"
+
+    def execute_kwargs(self) -> _ExecuteKwargs:
+        """For running ``calls``: keyed as the history carries them, adopting the eager calls."""
+        return self.loop.execute_kwargs(self.index, self.keys, self.early)
+
+    def executed(self, results: list[ToolResult]) -> StopReason | None:
+        """Close the step with the results of its calls; ``"max_corrections"`` when a tool is out of
+        corrective rounds."""
+        loop, timings = self.loop, self.timings
+        loop.append_results(results)
+        timings.execution = now() - self.t_end
+        timings.add_calls(self.calls, results, self.t_request)
+        timings.total = now() - self.t_step
+        anomalies = list(self.stream.accumulator.anomalies)
+        loop.finish_step(self.index, self.completion, self.calls, results, timings, anomalies)
+        return "max_corrections" if loop.count_corrections(results) else None
+
 
 def _plain(value: Any) -> dict[str, Any]:
     if isinstance(value, Mapping):
@@ -559,7 +707,7 @@ def run(
     pending = loop.pending()
     if pending is not None:
         _resume(loop, pending)
-    for index in range(len(loop.steps), len(loop.steps) + max_steps):
+    for index in loop.step_indices():
         stop = _step(loop, wrapped, model, index)
         if stop is not None:
             return loop.result(stop)
@@ -568,91 +716,29 @@ def run(
 
 def _resume(loop: _Loop, calls: list[ToolCall]) -> None:
     t0 = now()
-    on_start, on_result = loop.hooks(0)
-    results = execute(
-        loop.box,
-        calls,
-        ledger=loop.ledger,
-        keys=[c.id or "" for c in calls],
-        raise_tool_errors=loop.raise_tool_errors,
-        on_start=on_start,
-        on_result=on_result,
-    )
-    loop.append_results(results)
-    elapsed = now() - t0
-    loop.finish_step(0, None, calls, results, StepTimings(execution=elapsed, total=elapsed), [])
+    results = execute(loop.box, calls, **loop.resume_kwargs(calls))
+    loop.resumed(calls, results, t0)
 
 
 def _step(loop: _Loop, wrapped: Any, model: str, index: int) -> StopReason | None:
-    loop.emit(StepStarted(index))
-    t_step = now()
-    timings = StepTimings()
-    state: dict[str, bool] = {}
-    early: dict[int, Started] = {}
-    seen: set[int] = set()
-    request = loop.request_kwargs()
-    stream: Any = None
-    for attempt in tenacity.Retrying(**loop.retrying_kwargs(index, state)):
+    turn = loop.begin_step(index)
+    for attempt in tenacity.Retrying(**turn.retrying_kwargs()):
         with attempt:
-            timings.attempts += 1
-            state["sealed"] = False
-            stream = None
-            t_request = now()
+            turn.attempt_started()
             try:
-                stream = wrapped.chat.completions.create(model=model, **request)
+                turn.stream = stream = wrapped.chat.completions.create(model=model, **turn.request)
                 with stream:
                     for _ in stream:
-                        if loop.eager:
-                            for call in stream.accumulator.tool_calls:
-                                admission = loop.eager_candidate(call, seen)
-                                if admission is not None:
-                                    early[id(call)] = start_early(loop.box, call, admission)
-                                    loop.emit(CallDispatched(index, call, True))
-                    completion = stream.get_final_completion()
+                        turn.dispatch_eager(start_early)
+                    turn.completion = stream.get_final_completion()
             except BaseException:
-                for handle in early.values():
-                    handle.cancel()  # the stream failed: results of eager calls are discarded
-                early.clear()
-                seen.clear()
-                if stream is not None:
-                    state["sealed"] = any(
-                        c.status in ("ready", "invalid") for c in stream.accumulator.calls()
-                    )
+                turn.attempt_failed()
                 raise
-    acc: Accumulator = stream.accumulator
-    t_end = acc.metrics.ended_at or now()
-    if acc.metrics.first_chunk_at is not None:
-        timings.first_chunk = acc.metrics.first_chunk_at - t_request
-    timings.streaming = t_end - t_request
-    loop.completion = completion
-    message = assistant_message(completion, dialect=loop.dialect)
-    calls = acc.tool_calls
-    keys = loop.adopt_message(message, calls)
-    loop.history.append(message)
-    loop.emit(ResponseReceived(index, completion, message))
-    if not calls:
-        for handle in early.values():
-            handle.cancel()
-        timings.total = now() - t_step
-        loop.finish_step(index, completion, [], [], timings, list(acc.anomalies))
-        return "done"
-    on_start, on_result = loop.hooks(index)
-    results = execute(
-        loop.box,
-        calls,
-        ledger=loop.ledger,
-        keys=keys,
-        raise_tool_errors=loop.raise_tool_errors,
-        started=early,
-        on_start=on_start,
-        on_result=on_result,
-    )
-    loop.append_results(results)
-    timings.execution = now() - t_end
-    timings.add_calls(calls, results, t_request)
-    timings.total = now() - t_step
-    loop.finish_step(index, completion, calls, results, timings, list(acc.anomalies))
-    return "max_corrections" if loop.count_corrections(results) else None
+    stop = turn.received()
+    if stop is not None:
+        return stop
+    results = execute(loop.box, turn.calls, **turn.execute_kwargs())
+    return turn.executed(results)
 
 
 # ----------------------------------------------------------------------------- async twin
@@ -693,7 +779,7 @@ async def arun(
     pending = loop.pending()
     if pending is not None:
         await _aresume(loop, pending)
-    for index in range(len(loop.steps), len(loop.steps) + max_steps):
+    for index in loop.step_indices():
         stop = await _astep(loop, wrapped, model, index)
         if stop is not None:
             return loop.result(stop)
@@ -702,88 +788,26 @@ async def arun(
 
 async def _aresume(loop: _Loop, calls: list[ToolCall]) -> None:
     t0 = now()
-    on_start, on_result = loop.hooks(0)
-    results = await aexecute(
-        loop.box,
-        calls,
-        ledger=loop.ledger,
-        keys=[c.id or "" for c in calls],
-        raise_tool_errors=loop.raise_tool_errors,
-        on_start=on_start,
-        on_result=on_result,
-    )
-    loop.append_results(results)
-    elapsed = now() - t0
-    loop.finish_step(0, None, calls, results, StepTimings(execution=elapsed, total=elapsed), [])
+    results = await aexecute(loop.box, calls, **loop.resume_kwargs(calls))
+    loop.resumed(calls, results, t0)
 
 
 async def _astep(loop: _Loop, wrapped: Any, model: str, index: int) -> StopReason | None:
-    loop.emit(StepStarted(index))
-    t_step = now()
-    timings = StepTimings()
-    state: dict[str, bool] = {}
-    early: dict[int, Started] = {}
-    seen: set[int] = set()
-    request = loop.request_kwargs()
-    stream: Any = None
-    async for attempt in tenacity.AsyncRetrying(sleep=asyncio.sleep, **loop.retrying_kwargs(index, state)):
+    turn = loop.begin_step(index)
+    async for attempt in tenacity.AsyncRetrying(sleep=asyncio.sleep, **turn.retrying_kwargs()):
         with attempt:
-            timings.attempts += 1
-            state["sealed"] = False
-            stream = None
-            t_request = now()
+            turn.attempt_started()
             try:
-                stream = await wrapped.chat.completions.create(model=model, **request)
+                turn.stream = stream = await wrapped.chat.completions.create(model=model, **turn.request)
                 async with stream:
                     async for _ in stream:
-                        if loop.eager:
-                            for call in stream.accumulator.tool_calls:
-                                admission = loop.eager_candidate(call, seen)
-                                if admission is not None:
-                                    early[id(call)] = astart_early(loop.box, call, admission)
-                                    loop.emit(CallDispatched(index, call, True))
-                    completion = await stream.get_final_completion()
+                        turn.dispatch_eager(astart_early)
+                    turn.completion = await stream.get_final_completion()
             except BaseException:
-                for handle in early.values():
-                    handle.cancel()
-                early.clear()
-                seen.clear()
-                if stream is not None:
-                    state["sealed"] = any(
-                        c.status in ("ready", "invalid") for c in stream.accumulator.calls()
-                    )
+                turn.attempt_failed()
                 raise
-    acc: Accumulator = stream.accumulator
-    t_end = acc.metrics.ended_at or now()
-    if acc.metrics.first_chunk_at is not None:
-        timings.first_chunk = acc.metrics.first_chunk_at - t_request
-    timings.streaming = t_end - t_request
-    loop.completion = completion
-    message = assistant_message(completion, dialect=loop.dialect)
-    calls = acc.tool_calls
-    keys = loop.adopt_message(message, calls)
-    loop.history.append(message)
-    loop.emit(ResponseReceived(index, completion, message))
-    if not calls:
-        for handle in early.values():
-            handle.cancel()
-        timings.total = now() - t_step
-        loop.finish_step(index, completion, [], [], timings, list(acc.anomalies))
-        return "done"
-    on_start, on_result = loop.hooks(index)
-    results = await aexecute(
-        loop.box,
-        calls,
-        ledger=loop.ledger,
-        keys=keys,
-        raise_tool_errors=loop.raise_tool_errors,
-        started=early,
-        on_start=on_start,
-        on_result=on_result,
-    )
-    loop.append_results(results)
-    timings.execution = now() - t_end
-    timings.add_calls(calls, results, t_request)
-    timings.total = now() - t_step
-    loop.finish_step(index, completion, calls, results, timings, list(acc.anomalies))
-    return "max_corrections" if loop.count_corrections(results) else None
+    stop = turn.received()
+    if stop is not None:
+        return stop
+    results = await aexecute(loop.box, turn.calls, **turn.execute_kwargs())
+    return turn.executed(results)
