@@ -159,3 +159,30 @@ def test_transcript_recut_into_7_byte_writes_assembles_the_same(server: LocalSer
     assert [(a.code, a.choice, a.call_index) for a in recut.stream.anomalies] == [
         (a.code, a.choice, a.call_index) for a in whole.stream.anomalies
     ]
+
+
+class _Consumed:
+    """A finished async stream seen through the sync checks (its input is over, nothing to await)."""
+
+    def __init__(self, stream: ts.AsyncStitchedStream) -> None:
+        self.accumulator = stream.accumulator
+        self.calls = stream.calls
+        self.anomalies = stream.anomalies
+        self.get_final_completion = stream.accumulator.get_final_completion
+
+
+@pytest.mark.parametrize("path", PARAMS)
+async def test_transcript_assembles_through_the_async_client(server: LocalServer, path: Path) -> None:
+    expected = json.loads(_sibling(path, ".expected.json").read_text(encoding="utf-8"))
+    server.enqueue(StreamScript.from_sse(path, fragment=11))
+    chunks: list[Any] = []
+    error: BaseException | None = None
+    async with server.async_client() as raw:
+        stream = await ts.wrap(raw).chat.completions.create(stream=True, **_request(path))
+        try:
+            async with stream:
+                async for chunk in stream:
+                    chunks.append(chunk)
+        except openai.APIError as exc:
+            error = exc
+    _check(Run(_Consumed(stream), chunks, error), expected, tools_known="tools" in _request(path))
