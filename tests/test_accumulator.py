@@ -416,3 +416,48 @@ def test_events_describe_the_stream_in_order() -> None:
     assert call.metrics.fragments == 5
     assert call.metrics.bytes == len(call.arguments.encode())
     assert call.metrics.sealed_at is not None and call.metrics.arguments_complete_at is not None
+
+
+def test_strict_tools_accept_an_omitted_nullable_property() -> None:
+    """Strict mode spells "optional" as required-but-nullable; a server that ignores ``strict`` lets the
+    model omit such a property, which means the same (use the default). A missing non-nullable
+    property is still a violation."""
+    strict = {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "strict": True,
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "city": {"type": "string"},
+                    "unit": {"anyOf": [{"enum": ["c", "f"]}, {"type": "null"}]},
+                },
+                "required": ["city", "unit"],
+                "additionalProperties": False,
+            },
+        },
+    }
+    acc = ts.Accumulator(tools=[strict])
+    feed_all(
+        acc,
+        [
+            calls_chunk(tc(0, "call_1", "get_weather", '{"city": "Oslo"}')),
+            calls_chunk(tc(1, "call_2", "get_weather", '{"unit": "c"}')),
+            chunk(delta={}, finish_reason="tool_calls"),
+        ],
+    )
+    omitted_unit, omitted_city = acc.tool_calls
+    assert omitted_unit.status == "ready"
+    assert omitted_city.status == "invalid" and isinstance(omitted_city.error, ts.SchemaViolation)
+    # Without strict the schema is taken literally.
+    loose = {"type": "function", "function": {**strict["function"], "strict": False}}
+    acc = ts.Accumulator(tools=[loose])
+    feed_all(
+        acc,
+        [
+            calls_chunk(tc(0, "call_1", "get_weather", '{"city": "Oslo"}')),
+            chunk(delta={}, finish_reason="tool_calls"),
+        ],
+    )
+    assert acc.tool_calls[0].status == "invalid"

@@ -28,11 +28,12 @@ def _as_mapping(tool: Any) -> Mapping[str, Any] | None:
 class ToolSchemas:
     """The tools of one request, by name, with their parameter schemas."""
 
-    __slots__ = ("_schemas", "_validators")
+    __slots__ = ("_schemas", "_strict", "_validators")
 
     def __init__(self, tools: Iterable[Any]) -> None:
         self._schemas: dict[str, Mapping[str, Any] | None] = {}
         self._validators: dict[str, Any] = {}
+        self._strict: set[str] = set()
         for tool in tools:
             spec = _as_mapping(tool)
             if spec is None:
@@ -45,6 +46,8 @@ class ToolSchemas:
             if isinstance(name, str):
                 params = body.get("parameters") if kind == "function" else None
                 self._schemas[name] = params if isinstance(params, Mapping) else None
+                if body.get("strict") is True:
+                    self._strict.add(name)
 
     def __contains__(self, name: object) -> bool:
         return name in self._schemas
@@ -75,6 +78,8 @@ class ToolSchemas:
                 return None
             validator = self._validators[name] = cls(schema)
         errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+        if errors and name in self._strict:
+            errors = [e for e in errors if not _omitted_nullable(e)]
         if not errors:
             return None
         messages = [f"{'/'.join(str(p) for p in e.absolute_path) or '(root)'}: {e.message}" for e in errors]
@@ -83,3 +88,32 @@ class ToolSchemas:
             raw=raw,
             errors=messages,
         )
+
+
+def _omitted_nullable(error: Any) -> bool:
+    """A ``required`` error for properties that a strict schema declares nullable.
+
+    Strict mode makes every property required and spells "optional" as "nullable": ``null`` means
+    "use the default". A server that ignores ``strict`` lets the model leave such a property out,
+    which means the same thing, so it is not held against the call.
+    """
+    if error.validator != "required" or not isinstance(error.instance, dict):
+        return False
+    properties = error.schema.get("properties") if isinstance(error.schema, Mapping) else None
+    if not isinstance(properties, Mapping):
+        return False
+    missing = [p for p in error.validator_value if p not in error.instance]
+    return bool(missing) and all(_nullable(properties.get(p)) for p in missing)
+
+
+def _nullable(schema: Any) -> bool:
+    if not isinstance(schema, Mapping):
+        return False
+    kind = schema.get("type")
+    if kind == "null" or (isinstance(kind, list) and "null" in kind):
+        return True
+    for key in ("anyOf", "oneOf"):
+        branches = schema.get(key)
+        if isinstance(branches, list) and any(_nullable(b) for b in branches):
+            return True
+    return False
