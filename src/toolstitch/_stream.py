@@ -70,7 +70,10 @@ class _Base(Generic[_S]):
         self.recorder = recorder
         return recorder
 
-    def _end_recording(self, error: BaseException | None) -> None:
+    def _input_over(self, error: BaseException | None) -> None:
+        """The SDK stream finished, failed, or was closed (``GeneratorExit``, not a failure): mark
+        the accumulator's input over and close the recording with the same outcome."""
+        self.accumulator.end(None if isinstance(error, GeneratorExit) else error)
         if self.recorder is not None:
             self.recorder.on_end(error)
 
@@ -121,16 +124,10 @@ class StitchedStream(_Base[Any]):
                     self.recorder.on_chunk(chunk)
                 feed(chunk)
                 yield chunk
-        except GeneratorExit as exc:
-            self.accumulator.end()
-            self._end_recording(exc)
-            raise
         except BaseException as exc:
-            self.accumulator.end(exc)
-            self._end_recording(exc)
+            self._input_over(exc)
             raise
-        self.accumulator.end()
-        self._end_recording(None)
+        self._input_over(None)
 
     def __iter__(self) -> Iterator[ChatCompletionChunk]:
         return self._iterator
@@ -153,8 +150,7 @@ class StitchedStream(_Base[Any]):
         """Close the HTTP response. Calls not yet sealed become ``incomplete``."""
         self._iterator.close()
         self._sdk_stream.close()
-        self.accumulator.end()
-        self._end_recording(GeneratorExit())
+        self._input_over(GeneratorExit())
 
     def until_done(self) -> StitchedStream:
         """Consume the rest of the stream (chunks are still fed to the accumulator)."""
@@ -195,16 +191,10 @@ class AsyncStitchedStream(_Base[Any]):
                     self.recorder.on_chunk(chunk)
                 feed(chunk)
                 yield chunk
-        except GeneratorExit as exc:
-            self.accumulator.end()
-            self._end_recording(exc)
-            raise
         except BaseException as exc:
-            self.accumulator.end(exc)
-            self._end_recording(exc)
+            self._input_over(exc)
             raise
-        self.accumulator.end()
-        self._end_recording(None)
+        self._input_over(None)
 
     def __aiter__(self) -> AsyncIterator[ChatCompletionChunk]:
         return self._iterator
@@ -227,8 +217,7 @@ class AsyncStitchedStream(_Base[Any]):
         """Close the HTTP response. Calls not yet sealed become ``incomplete``."""
         await self._iterator.aclose()
         await self._sdk_stream.close()
-        self.accumulator.end()
-        self._end_recording(GeneratorExit())
+        self._input_over(GeneratorExit())
 
     async def until_done(self) -> AsyncStitchedStream:
         """Consume the rest of the stream (chunks are still fed to the accumulator)."""
