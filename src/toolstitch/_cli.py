@@ -44,7 +44,7 @@ def _load_messages(path: str) -> tuple[Any, bool]:
         raise _InputError(f"cannot read {path}: {exc}") from None
     try:
         data = json.loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested deeper than json can read
         raise _InputError(f"{path} is not valid JSON: {exc}") from None
     if isinstance(data, list):
         return data, False

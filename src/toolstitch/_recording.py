@@ -16,7 +16,8 @@ the provider sent it, with its timing. A recording is that evidence, in a form t
   constructed object gives back exactly the JSON keys the provider sent, unknown fields included.
 * The header keeps the request parameters but never a secret: the API key lives on the client and
   is not read; ``extra_headers`` and ``extra_query`` values are replaced, and keys that name
-  credentials are masked wherever they appear.
+  credentials are masked wherever they appear, except inside the JSON schemas of ``tools`` and
+  ``response_format`` (there a key is a parameter name, and replay needs the schema as sent).
 * ``outcome`` is ``completed``, ``error`` (the SDK raised; ``error`` says what) or ``closed`` (the
   caller closed the stream early).
 
@@ -66,6 +67,9 @@ _SECRET_KEY = re.compile(
 )
 # Request options that travel as HTTP headers or query parameters: any value may be a credential.
 _TRANSPORT_OPTIONS = ("extra_headers", "extra_query")
+# Request parameters that hold JSON schemas: their keys are parameter names (a tool may well take a
+# ``password``), not credentials, and replay checks calls against them, so they are kept as sent.
+_SCHEMA_OPTIONS = ("tools", "functions", "response_format")
 
 
 class RecordingWarning(UserWarning):
@@ -136,6 +140,7 @@ class Recorder:
         options = {
             "limits": dataclasses.asdict(accumulator.limits),
             "empty_arguments": "object" if getattr(accumulator, "_empty_as_object", False) else "invalid",
+            "recover_text_tool_calls": getattr(accumulator, "_recovery", None) is not None,
         }
         return cls(
             target,
@@ -289,10 +294,11 @@ def _request_data(request: Mapping[str, Any]) -> dict[str, Any]:
         if key in _TRANSPORT_OPTIONS and isinstance(value, Mapping):
             out[key] = {str(k): _REDACTED for k in value}
             continue
-        out[key] = _jsonable(value)
-    scrubbed = _scrub(out)
-    assert isinstance(scrubbed, dict)
-    return scrubbed
+        if _SECRET_KEY.match(key):
+            out[key] = _REDACTED
+        else:
+            out[key] = _jsonable(value) if key in _SCHEMA_OPTIONS else _scrub(_jsonable(value))
+    return out
 
 
 def _is_sentinel(value: Any) -> bool:

@@ -151,7 +151,7 @@ class Replay:
         for position, (number, line) in enumerate(lines):
             try:
                 record = json.loads(line)
-            except ValueError as exc:
+            except (ValueError, RecursionError) as exc:  # RecursionError: nested too deep to read
                 if position == len(lines) - 1 and self.chunks:
                     break  # the last line was cut mid-write (the process died): read as no footer
                 raise RecordingFormatError(f"{self.source}:{number}: not JSON ({exc})") from None
@@ -261,6 +261,7 @@ class Replay:
             empty_arguments=empty,
             started_at=0.0 if self.timed else None,
             clock=self._clock if self.timed else None,
+            recover_text_tool_calls=options.get("recover_text_tool_calls") is True,
         )
 
     def _clock(self) -> float:
