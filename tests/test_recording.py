@@ -135,7 +135,16 @@ def test_no_secret_reaches_the_file(server: LocalServer, tmp_path: Path) -> None
         stream=True,
         extra_headers={"Authorization": "Bearer sk-live-SECRET2", "X-Trace": "trace-SECRET3"},
         extra_query={"api-key": "SECRET4"},
-        extra_body={"api_key": "SECRET5", "max_tokens": 50},
+        extra_body={
+            "api_key": "SECRET5",
+            "max_tokens": 50,
+            "metadata": {
+                "openai_api_key": "SECRET6",
+                "refresh_token": "SECRET7",
+                "private_key": "SECRET8",
+                "db_credentials": "SECRET9",
+            },
+        },
     )
     consume(stream)
     # The request really carried them; the recording does not.

@@ -61,9 +61,12 @@ Redact: TypeAlias = bool | Literal["arguments", "content"] | Collection[Literal[
 
 _REDACTED = "[redacted]"
 # Keys whose values are credentials wherever they appear in the request (``max_tokens`` must not match).
+# Names that hold credentials: anything with api-key, secret, password, credential, private-key or
+# session in it, and names ending in "token" (singular: ``max_tokens`` and ``prompt_tokens`` are counts).
 _SECRET_KEY = re.compile(
-    r"(?i)^(authorization|proxy-authorization|cookie|api[-_]?key|x-api-key"
-    r"|.*secret.*|.*password.*|.*access[-_]?token)$"
+    r"(?i)^(authorization|proxy-authorization|cookie|set-cookie"
+    r"|.*api[-_]?key.*|.*secret.*|.*passw(or)?d.*|.*credential.*|.*private[-_]?key.*|.*session.*"
+    r"|.*token)$"
 )
 # Request options that travel as HTTP headers or query parameters: any value may be a credential.
 _TRANSPORT_OPTIONS = ("extra_headers", "extra_query")
