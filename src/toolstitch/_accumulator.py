@@ -496,12 +496,14 @@ class Accumulator:
 
     # -- ending ------------------------------------------------------------------------------
 
-    def end(self, error: BaseException | None = None) -> Sequence[Event]:
+    def end(self, error: BaseException | None = None, *, closed: bool = False) -> Sequence[Event]:
         """The input is over (``error`` when it failed). Open calls become ``incomplete``.
 
         Idempotent. A call opened after its choice had already finished is sealed here when the
         stream ended cleanly (the provider said the choice was done); on an error it stays
-        incomplete.
+        incomplete. ``closed=True`` says the consumer closed the input before it ended: not a
+        failure (``error`` stays None, finished choices still build a completion), but not a clean
+        end either, so nothing is sealed on the strength of the end: more could have followed.
         """
         if self.ended:
             return _NO_EVENTS
@@ -516,8 +518,9 @@ class Accumulator:
             open_calls = [c for c in state.table.calls if c.status == "open"]
             if not open_calls:
                 continue
+            clean = error is None and not closed
             if (
-                error is None
+                clean
                 and state.finish_reason is None
                 and any(other.finish_reason is not None for other in self._choices.values())
                 and all(c.scanner.complete for c in open_calls)
@@ -537,14 +540,15 @@ class Accumulator:
                 state.finish_reason = "tool_calls"
                 self._seal_calls(open_calls, t, events)
                 continue
-            if error is None and state.finish_reason not in (None, "length"):
+            if clean and state.finish_reason not in (None, "length"):
                 self._seal_calls(open_calls, t, events)
                 continue
-            reason = (
-                f"the stream failed ({type(error).__name__}) before the call was sealed"
-                if error is not None
-                else "the stream ended before the choice received a finish_reason"
-            )
+            if error is not None:
+                reason = f"the stream failed ({type(error).__name__}) before the call was sealed"
+            elif closed:
+                reason = "the stream was closed before the call was sealed"
+            else:
+                reason = "the stream ended before the choice received a finish_reason"
             for call in open_calls:
                 call.mark_incomplete(reason)
                 events.append(ToolCallIncomplete(call))

@@ -6,6 +6,8 @@ Only ``client.chat.completions.create(..., stream=True)`` is intercepted; its re
 ``models.list()``, ``with_options(...)``, attributes) is the original object's, untouched:
 attribute access is forwarded, and methods that return a new client or resource are wrapped again
 so the interception survives ``client.with_options(timeout=5).chat.completions.create(...)``.
+``with_raw_response`` (on the client, on ``chat`` and on ``chat.completions``) is wrapped the same
+way: a streamed ``create`` returns the SDK's raw response, whose ``parse()`` is a stitched stream.
 
 ``wrap(client, record="dir/")`` records every stream to its own JSONL file in ``dir/`` (see
 ``_recording``); recording is off by default.
@@ -13,6 +15,7 @@ so the interception survives ``client.with_options(timeout=5).chat.completions.c
 
 from __future__ import annotations
 
+import inspect
 import os
 from pathlib import Path
 from typing import Any, Literal
@@ -100,6 +103,10 @@ class _Completions(_Proxy):
     def with_options(self, *args: Any, **kwargs: Any) -> Any:
         return _Completions(self._target.with_options(*args, **kwargs), self._opts)
 
+    @property
+    def with_raw_response(self) -> Any:
+        return _raw_completions(self._target.with_raw_response, self._opts)
+
 
 class _AsyncCompletions(_Proxy):
     """The async twin of :class:`_Completions`."""
@@ -118,6 +125,86 @@ class _AsyncCompletions(_Proxy):
     def with_options(self, *args: Any, **kwargs: Any) -> Any:
         return _AsyncCompletions(self._target.with_options(*args, **kwargs), self._opts)
 
+    @property
+    def with_raw_response(self) -> Any:
+        return _raw_completions(self._target.with_raw_response, self._opts)
+
+
+class _RawResponse(_Proxy):
+    """The SDK's raw response to ``with_raw_response.create(..., stream=True)``: headers and the
+    rest are the SDK's; ``parse()`` (the stream) is stitched, once, like the SDK's own cache."""
+
+    __slots__ = ("_request", "_started", "_stitched")
+
+    def __init__(self, target: Any, opts: _Options, request: dict[str, Any], started: float) -> None:
+        super().__init__(target, opts)
+        object.__setattr__(self, "_request", request)
+        object.__setattr__(self, "_started", started)
+        object.__setattr__(self, "_stitched", None)
+
+    def parse(self, *args: Any, **kwargs: Any) -> Any:
+        if args or kwargs:  # parse(to=...): the caller asked for a type of their own
+            return self._target.parse(*args, **kwargs)
+        if self._stitched is None:
+            sdk_stream = self._target.parse()
+            accumulator = self._opts.accumulator(self._request, self._started)
+            cls = AsyncStitchedStream if _is_async(sdk_stream) else StitchedStream
+            stream = cls(sdk_stream, accumulator, request=self._request)
+            self._opts.start_recording(stream)
+            object.__setattr__(self, "_stitched", stream)
+        return self._stitched
+
+
+class _RawCompletions(_Proxy):
+    """``chat.completions.with_raw_response``: a streamed ``create`` parses to a stitched stream."""
+
+    __slots__ = ()
+
+    def create(self, *args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("stream") is not True:
+            return self._target.create(*args, **kwargs)
+        started = now()
+        return _RawResponse(self._target.create(*args, **kwargs), self._opts, kwargs, started)
+
+
+class _AsyncRawCompletions(_Proxy):
+    """The async twin of :class:`_RawCompletions`."""
+
+    __slots__ = ()
+
+    async def create(self, *args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("stream") is not True:
+            return await self._target.create(*args, **kwargs)
+        started = now()
+        return _RawResponse(await self._target.create(*args, **kwargs), self._opts, kwargs, started)
+
+
+def _raw_completions(target: Any, opts: _Options) -> _Proxy:
+    """Whichever of the raw twins fits the SDK's ``CompletionsWithRawResponse`` (sync or async)."""
+    if inspect.iscoroutinefunction(target.create):
+        return _AsyncRawCompletions(target, opts)
+    return _RawCompletions(target, opts)
+
+
+class _RawChat(_Proxy):
+    """``chat.with_raw_response`` (and ``client.with_raw_response.chat``)."""
+
+    __slots__ = ()
+
+    @property
+    def completions(self) -> Any:
+        return _raw_completions(self._target.completions, self._opts)
+
+
+class _RawClient(_Proxy):
+    """``client.with_raw_response``."""
+
+    __slots__ = ()
+
+    @property
+    def chat(self) -> Any:
+        return _RawChat(self._target.chat, self._opts)
+
 
 class _Chat(_Proxy):
     __slots__ = ()
@@ -129,8 +216,13 @@ class _Chat(_Proxy):
             return _AsyncCompletions(target, self._opts)
         return _Completions(target, self._opts)
 
+    @property
+    def with_raw_response(self) -> Any:
+        return _RawChat(self._target.with_raw_response, self._opts)
+
 
 def _is_async(resource: Any) -> bool:
+    """True for a resource (or an SDK stream) of an ``AsyncOpenAI`` client."""
     client = getattr(resource, "_client", None)
     return isinstance(client, AsyncOpenAI)
 
@@ -148,6 +240,10 @@ class WrappedClient(_Proxy):
     def unwrapped(self) -> Any:
         """The original client."""
         return self._target
+
+    @property
+    def with_raw_response(self) -> Any:
+        return _RawClient(self._target.with_raw_response, self._opts)
 
     def with_options(self, *args: Any, **kwargs: Any) -> WrappedClient:
         return WrappedClient(self._target.with_options(*args, **kwargs), self._opts)

@@ -77,7 +77,14 @@ class ToolSchemas:
                 self._schemas[name] = None
                 return None
             validator = self._validators[name] = cls(schema)
-        errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+        try:
+            errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+        except Exception as exc:
+            # The schema passed check_schema but cannot be evaluated (a $ref that points nowhere, a
+            # remote $ref that is never fetched, nesting deep enough to exhaust the stack). The
+            # arguments were not checked, so the call must not become ready (rule 4): refuse it.
+            message = f"the arguments could not be checked against the schema of {name!r}: {exc}"
+            return SchemaViolation(message, raw=raw, errors=[f"(schema): {exc}"])
         if errors and name in self._strict:
             errors = [e for e in errors if not _omitted_nullable(e)]
         if not errors:

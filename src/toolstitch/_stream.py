@@ -73,7 +73,10 @@ class _Base(Generic[_S]):
     def _input_over(self, error: BaseException | None) -> None:
         """The SDK stream finished, failed, or was closed (``GeneratorExit``, not a failure): mark
         the accumulator's input over and close the recording with the same outcome."""
-        self.accumulator.end(None if isinstance(error, GeneratorExit) else error)
+        if isinstance(error, GeneratorExit):
+            self.accumulator.end(None, closed=True)
+        else:
+            self.accumulator.end(error)
         if self.recorder is not None:
             self.recorder.on_end(error)
 
