@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -194,3 +195,19 @@ def test_with_raw_response_without_stream_is_the_sdks(server: LocalServer) -> No
     server.enqueue(StreamScript(ONE_CALL))
     raw = ts.wrap(server.client()).chat.completions.with_raw_response.create(model="m", messages=MESSAGES)
     assert raw.parse().choices[0].message.tool_calls[0].function.name == "f"
+
+
+def test_a_replay_of_an_early_closed_stream_seals_what_the_live_stream_sealed(
+    server: LocalServer, tmp_path: Path
+) -> None:
+    server.enqueue(StreamScript(TWO_CHOICES, delay=0.001))
+    client = ts.wrap(server.client(), record=tmp_path)
+    with client.chat.completions.create(model="m", messages=MESSAGES, n=2, stream=True) as stream:
+        for n, _ in enumerate(stream):
+            if n == 2:
+                break
+    _assert_choice_1_is_not_sealed(stream)
+    (path,) = tmp_path.glob("*.jsonl")
+    replayed = ts.replay(path).until_done()
+    assert replayed.outcome == "closed"
+    _assert_choice_1_is_not_sealed(replayed)

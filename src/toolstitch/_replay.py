@@ -286,7 +286,8 @@ class Replay:
         end = self._end_position()
         if self.timed:
             self._now = end / 1000.0
-        acc.end(self.error)
+        # A stream the user closed early ends as it did live: nothing sealed on the strength of the end.
+        acc.end(self.error, closed=self.error is None and self.outcome in ("closed", "truncated"))
         self._timeline = builder.finish(end, acc)
 
     def _end_position(self) -> float:
