@@ -211,3 +211,28 @@ def test_a_replay_of_an_early_closed_stream_seals_what_the_live_stream_sealed(
     replayed = ts.replay(path).until_done()
     assert replayed.outcome == "closed"
     _assert_choice_1_is_not_sealed(replayed)
+
+
+def test_a_late_fragment_that_refuses_a_ready_call_is_announced() -> None:
+    acc = ts.Accumulator()
+    acc.feed(chunk(delta={"tool_calls": [_call(0, "call_a", "f", '{"a": 1}')]}))
+    events = acc.feed(chunk(delta={}, finish_reason="tool_calls"))
+    assert any(isinstance(e, ts.ToolCallReady) for e in events)
+    events = acc.feed(chunk(delta={"tool_calls": [{"index": 0, "function": {"arguments": " "}}]}))
+    (call,) = acc.tool_calls
+    assert call.status == "invalid" and isinstance(call.error, ts.LateFragment)
+    assert [e.call for e in events if isinstance(e, ts.ToolCallInvalid)] == [call]
+    assert "fragment_after_finish" in {a.code for a in call.anomalies}
+    # More late text extends the sample; the call is announced once.
+    events = acc.feed(chunk(delta={"tool_calls": [{"index": 0, "function": {"arguments": "x"}}]}))
+    assert not any(isinstance(e, ts.ToolCallInvalid) for e in events)
+    assert call.error.raw == " x"
+
+
+def test_a_call_over_the_per_choice_limit_is_announced_even_without_text() -> None:
+    acc = ts.Accumulator(limits=ts.Limits(max_calls_per_choice=1))
+    acc.feed(chunk(delta={"tool_calls": [_call(0, "call_a", "f", "{}")]}))
+    events = acc.feed(chunk(delta={"tool_calls": [_call(1, "call_b", "f", "")]}))
+    invalid = [e for e in events if isinstance(e, ts.ToolCallInvalid)]
+    assert [e.call.id for e in invalid] == ["call_b"]
+    assert isinstance(invalid[0].error, ts.LimitExceeded)

@@ -29,7 +29,7 @@ from pydantic import ValidationError
 
 from ._anomaly import Anomaly, AnomalyCode
 from ._call import ToolCall, now
-from ._errors import IncompleteStreamError
+from ._errors import IncompleteStreamError, LimitExceeded
 from ._events import (
     AnomalyRecorded,
     ArgumentsComplete,
@@ -356,6 +356,8 @@ class Accumulator:
             for note in local:
                 self._record(note, None, events)
             return
+        # What the call was before this fragment: a change to "invalid" is announced below.
+        before_status, before_error = ("open", None) if call is None else (call.status, call.error)
         if call is None:
             call = ToolCall(state.index, index, len(table.calls), self.limits)
             call.metrics.opened_at = t
@@ -365,8 +367,6 @@ class Accumulator:
                 table.max_index = index
             if self.metrics.first_tool_call_at is None:
                 self.metrics.first_tool_call_at = t
-            if len(table.calls) > self.limits.max_calls_per_choice:
-                call.exceed_call_limit(self.limits.max_calls_per_choice, t)
             if state.finish_reason is not None:
                 local.append(
                     Anomaly(
@@ -378,6 +378,13 @@ class Accumulator:
             events.append(ToolCallStarted(call))
         had_id = call.id
         apply_identity(call, frag, local)
+        if (
+            before_status == "open"
+            and call.slot >= self.limits.max_calls_per_choice
+            and call.status == "open"
+        ):
+            # Refused only after its identity was written, so the refusal names the call.
+            call.exceed_call_limit(self.limits.max_calls_per_choice, t)
         if had_id is None and call.id is not None and call.id not in table.by_id:
             table.by_id[call.id] = call
         call.metrics.fragments += 1
@@ -398,8 +405,18 @@ class Accumulator:
                     events.append(ArgumentsComplete(call))
                 if scanner.error is not None and not had_error:
                     events.append(ArgumentsMalformed(call, scanner.error, scanner.error_at))
-            elif call.error is not None and call.metrics.sealed_at == t and call.status == "invalid":
-                events.append(ToolCallInvalid(call, call.error))
+            elif before_status != "open" and not isinstance(call.error, LimitExceeded):
+                local.append(
+                    Anomaly(
+                        AnomalyCode.FRAGMENT_AFTER_FINISH,
+                        "argument text arrived for a sealed call; the call was refused",
+                        raw=frag.raw,
+                    )
+                )
+        # A limit, or a late fragment for a sealed call, turned the call invalid: say so, so that an
+        # executor acting on ToolCallReady hears that the call must not run after all.
+        if call.status == "invalid" and call.error is not None and call.error is not before_error:
+            events.append(ToolCallInvalid(call, call.error))
         for note in local:
             self._record(note, call, events)
 
