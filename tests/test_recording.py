@@ -356,6 +356,20 @@ def test_a_disk_that_fills_mid_stream_is_reported_once(server: LocalServer) -> N
     assert [c.status for c in stream.tool_calls] == ["ready", "ready"]
 
 
+def test_a_disk_failure_never_raises_even_with_warnings_as_errors(server: LocalServer) -> None:
+    server.enqueue(StreamScript(SCRIPT))
+    stream = ts.wrap(server.client()).chat.completions.create(
+        model="m", messages=MESSAGES, tools=TOOLS, stream=True
+    )
+    recorder = stream.record(FailingFile(room=2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # as under python -W error or pytest filterwarnings=error
+        chunks = list(stream)
+    assert len(chunks) == len(SCRIPT)
+    assert isinstance(recorder.error, OSError)
+    assert [c.status for c in stream.tool_calls] == ["ready", "ready"]
+
+
 def test_a_lone_surrogate_split_by_the_provider_survives_the_round_trip(
     server: LocalServer, tmp_path: Path
 ) -> None:

@@ -236,3 +236,14 @@ def test_a_call_over_the_per_choice_limit_is_announced_even_without_text() -> No
     invalid = [e for e in events if isinstance(e, ts.ToolCallInvalid)]
     assert [e.call.id for e in invalid] == ["call_b"]
     assert isinstance(invalid[0].error, ts.LimitExceeded)
+
+
+def test_a_tool_schema_that_is_not_json_schema_refuses_its_calls() -> None:
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "objekt"}}}]
+    acc = ts.Accumulator(tools=tools)
+    acc.feed(chunk(delta={"tool_calls": [_call(0, "call_a", "f", '{"a": 1}')]}))
+    acc.feed(chunk(delta={}, finish_reason="tool_calls"))
+    (call,) = acc.tool_calls
+    assert call.status == "invalid" and isinstance(call.error, ts.SchemaViolation)
+    assert "not a valid JSON Schema" in call.error.message
+    assert call.parsed == {"a": 1}

@@ -244,13 +244,16 @@ class Recorder:
         if self.error is None:
             self.error = exc
             where = self.path if self.path is not None else "a file object"
-            warnings.warn(
-                RecordingWarning(
-                    f"toolstitch: recording to {where} failed ({type(exc).__name__}: {exc});"
-                    " the stream continues unrecorded"
-                ),
-                stacklevel=3,
-            )
+            # Even with warnings turned into errors (-W error) the stream must not notice: the
+            # failure stays on ``self.error`` either way.
+            with contextlib.suppress(Warning):
+                warnings.warn(
+                    RecordingWarning(
+                        f"toolstitch: recording to {where} failed ({type(exc).__name__}: {exc});"
+                        " the stream continues unrecorded"
+                    ),
+                    stacklevel=3,
+                )
         out, self._out = self._out, None
         if out is not None and self._owns_file:
             # The disk already failed once; the first error is the one reported.

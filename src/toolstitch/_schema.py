@@ -73,9 +73,11 @@ class ToolSchemas:
             cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
             try:
                 cls.check_schema(schema)
-            except jsonschema.SchemaError:
-                self._schemas[name] = None
-                return None
+            except jsonschema.SchemaError as exc:
+                # Not a valid JSON Schema: nothing can be checked against it, so no call of this tool
+                # becomes ready on the strength of it (fail closed, like a schema that cannot run).
+                message = f"the schema of {name!r} is not a valid JSON Schema: {exc.message}"
+                return SchemaViolation(message, raw=raw, errors=[f"(schema): {exc.message}"])
             validator = self._validators[name] = cls(schema)
         try:
             errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
