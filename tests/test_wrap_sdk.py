@@ -245,3 +245,15 @@ def test_text_tool_calls_are_recovered_only_when_asked(server: LocalServer) -> N
     assert (call.name, call.parsed, call.status) == ("get_weather", {"city": "Oslo"}, "ready")
     assert call.id
     assert "tool_call_in_content" in {a.code for a in stream.anomalies}
+
+
+def test_wrapping_a_wrapped_client_with_new_options_applies_them(server: LocalServer) -> None:
+    original = server.client()
+    once = ts.wrap(original)
+    assert ts.wrap(once) is once
+    tight = ts.wrap(once, limits=ts.Limits(max_argument_bytes=5))
+    assert tight is not once and tight.unwrapped is original
+    server.enqueue(StreamScript(seed_stream()))
+    stream = create(tight)
+    stream.get_final_completion()
+    assert all(isinstance(c.error, ts.LimitExceeded) for c in stream.tool_calls)

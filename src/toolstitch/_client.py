@@ -275,7 +275,16 @@ def wrap(
     (``<tool_call>{...}</tool_call>``) into tool calls, each recorded as an anomaly. Off by default.
     """
     if isinstance(client, WrappedClient):
-        return client
+        defaults = (
+            limits is None
+            and empty_arguments == "invalid"
+            and record is None
+            and redact is False
+            and not recover_text_tool_calls
+        )
+        if defaults:
+            return client  # wrapping twice changes nothing
+        client = client.unwrapped  # new options: a new proxy over the same client
     if not isinstance(client, (OpenAI, AsyncOpenAI)):
         raise TypeError(
             f"wrap() expects an openai.OpenAI or openai.AsyncOpenAI client, got {type(client).__name__}"
