@@ -145,3 +145,24 @@ def test_sqlite_ledger_survives_reopening_and_closes(tmp_path: Path) -> None:
     with SQLiteLedger(path) as reopened:
         entry = reopened.lookup("pay_1", fingerprint(call))
     assert entry is not None and entry.state == "finished" and entry.content == results[0].content
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_scopes_keep_conversations_that_share_a_ledger_apart(kind: str, tmp_path: Path) -> None:
+    # Two conversations, one ledger file, a provider that sends "0" as every id: the same charge in
+    # the second conversation is a new charge, not the first one's result.
+    def open_ledger(scope: str) -> Ledger:
+        return Ledger(scope=scope) if kind == "memory" else SQLiteLedger(tmp_path / "calls.db", scope=scope)
+
+    first, second, first_again = open_ledger("conv-1"), open_ledger("conv-2"), open_ledger("conv-1")
+    if kind == "memory":  # one in-memory ledger object per scope cannot share entries: reuse the first
+        first_again = first
+    with Toolbox([charge]) as box:
+        box.execute(sealed([("0", "charge", '{"amount": 5}')]), ledger=first)
+        [other] = box.execute(sealed([("0", "charge", '{"amount": 5}')]), ledger=second)
+        [again] = box.execute(sealed([("0", "charge", '{"amount": 5}')]), ledger=first_again)
+    assert ran.calls == [("charge", 5), ("charge", 5)]
+    assert not other.reused
+    assert again.reused
+    for ledger in {first, second, first_again}:
+        ledger.close()

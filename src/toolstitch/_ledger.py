@@ -64,25 +64,37 @@ class LedgerEntry:
 
 
 class Ledger:
-    """In-memory ledger: survives retries within a process, not a restart. Thread-safe."""
+    """In-memory ledger: survives retries within a process, not a restart. Thread-safe.
 
-    def __init__(self) -> None:
+    ``scope`` separates conversations that share one ledger: a provider that sends the same id for
+    the same call in two conversations (TGI's ``"0"``) must not get one conversation's result in the
+    other. Give each conversation its own scope (say, its id); entries of other scopes are never used.
+    """
+
+    def __init__(self, *, scope: str = "") -> None:
         self._entries: dict[tuple[str, str], LedgerEntry] = {}
         self._lock = threading.Lock()
+        self.scope = scope
+
+    def _scoped(self, key: str) -> str:
+        return f"{self.scope}\x1f{key}" if self.scope else key
 
     def lookup(self, key: str, fp: str) -> LedgerEntry | None:
         """The entry of this call, or None when it never started."""
+        key = self._scoped(key)
         with self._lock:
             return self._entries.get((key, fp))
 
     def record_started(self, key: str, fp: str, name: str) -> None:
         """The call is about to run."""
+        key = self._scoped(key)
         entry = LedgerEntry(key, fp, name, "started", time.time())
         with self._lock:
             self._entries[(key, fp)] = entry
 
     def record_finished(self, key: str, fp: str, result: ToolResult) -> None:
         """The call ran to an outcome (success, error, or timeout): it must not run again."""
+        key = self._scoped(key)
         with self._lock:
             previous = self._entries.get((key, fp))
             started = previous.started_at if previous is not None else time.time()
@@ -142,14 +154,15 @@ class SQLiteLedger(Ledger):
     ``read_only``. One connection, guarded by a lock, serves every thread.
     """
 
-    def __init__(self, path: str | PathLike[str]) -> None:
-        super().__init__()
+    def __init__(self, path: str | PathLike[str], *, scope: str = "") -> None:
+        super().__init__(scope=scope)
         self.path = path
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute(_SCHEMA)
 
     def lookup(self, key: str, fp: str) -> LedgerEntry | None:
+        key = self._scoped(key)
         with self._lock:
             row = self._db.execute(
                 "SELECT call_key, fingerprint, name, state, started_at, finished_at, status, content, "
@@ -159,6 +172,7 @@ class SQLiteLedger(Ledger):
         return None if row is None else _entry(row)
 
     def record_started(self, key: str, fp: str, name: str) -> None:
+        key = self._scoped(key)
         with self._lock:
             self._db.execute(
                 "INSERT OR REPLACE INTO toolstitch_calls (call_key, fingerprint, name, state, started_at) "
@@ -167,6 +181,7 @@ class SQLiteLedger(Ledger):
             )
 
     def record_finished(self, key: str, fp: str, result: ToolResult) -> None:
+        key = self._scoped(key)
         now = time.time()
         with self._lock:
             self._db.execute(
