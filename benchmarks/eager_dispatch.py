@@ -27,9 +27,9 @@ import time
 from collections.abc import Sequence
 
 import toolstitch as ts
-from toolstitch._run import CallFinished, RunEvent, StepStarted, run
-from toolstitch._tools import Tool, Toolbox, tool
+from toolstitch.loop._run import CallFinished, RunEvent, StepStarted, run
 from toolstitch.testing import LocalServer, StreamScript, tool_call_chunks
+from toolstitch.tools import Tool, Toolbox, tool
 
 ARGUMENTS = '{"query": "hotels near the Colosseum with free breakfast", "limit": 10}'
 

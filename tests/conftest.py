@@ -1,19 +1,37 @@
-"""Shared test settings.
+"""Shared test settings and fixtures for every layer's tests.
 
-Hypothesis runs derandomized under the ``ci`` profile (``HYPOTHESIS_PROFILE=ci``, set by ``.ci/run``)
-so a CI run is repeatable; locally it explores new examples each run.
+Hypothesis: the default ``dev`` profile is fast (few examples, so ``./dev test`` stays around a
+minute); ``.ci/run`` sets ``HYPOTHESIS_PROFILE=ci``, which is derandomized (repeatable) and thorough.
+
+``server`` is the project's local OpenAI-compatible server (:mod:`toolstitch.testing`) on a free
+loopback port, for tests that drive the real ``openai`` client over real HTTP.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 from hypothesis import settings
 
-settings.register_profile("ci", derandomize=True, database=None, deadline=None, print_blob=True)
-settings.register_profile("dev", deadline=None)
+from toolstitch.testing import LocalServer
+
+settings.register_profile(
+    "ci", derandomize=True, database=None, deadline=None, print_blob=True, max_examples=200
+)
+settings.register_profile("dev", deadline=None, max_examples=40)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
+#: The repository root.
+ROOT = Path(__file__).resolve().parent.parent
 #: The provider transcripts beside the repository (never copied into it). Tests skip without them.
-TRANSCRIPTS = Path(__file__).resolve().parent.parent.parent / "shared" / "transcripts"
+TRANSCRIPTS = ROOT.parent / "shared" / "transcripts"
+
+
+@pytest.fixture
+def server() -> Iterator[LocalServer]:
+    """A fresh local server per test (its scripts and recorded requests start empty)."""
+    with LocalServer() as srv:
+        yield srv

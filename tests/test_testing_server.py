@@ -7,7 +7,6 @@ connection fails, and to reject broken histories the way OpenAI does; these test
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,12 +35,6 @@ SCRIPT = [
     chunk(delta={"role": "assistant", "content": "Ça va "}),
     *tool_call_chunks(CALLS, usage=USAGE),
 ]
-
-
-@pytest.fixture
-def server() -> Iterator[LocalServer]:
-    with LocalServer() as srv:
-        yield srv
 
 
 def stream_dicts(server: LocalServer, **create: Any) -> list[dict[str, Any]]:

@@ -1,53 +1,30 @@
 """toolstitch: streamed tool calls from the ``openai`` client, merged by index, checked, safe to run.
 
-Start with :func:`wrap`; the sans-I/O core is :class:`Accumulator`. ``DESIGN.md`` holds the rules.
+Start with :func:`wrap`; the sans-I/O core is :class:`Accumulator`. ``DESIGN.md`` holds the rules and
+``docs/architecture.md`` draws the layers.
+
+The top level holds only what a user types daily. Everything else has one public home:
+:mod:`toolstitch.events` (stream and run events), :mod:`toolstitch.errors` (every exception),
+:mod:`toolstitch.metrics` (counts and timings), and the layer packages :mod:`toolstitch.core`,
+:mod:`toolstitch.client`, :mod:`toolstitch.history`, :mod:`toolstitch.tools`,
+:mod:`toolstitch.loop` and :mod:`toolstitch.recording`. Names that used to live at the top level
+still resolve here for one release, with a :class:`DeprecationWarning` naming their new home.
 """
 
 from __future__ import annotations
 
-from ._accumulator import Accumulator, StreamMetrics
-from ._anomaly import Anomaly, AnomalyCode
-from ._call import CallMetrics, CallStatus, ToolCall
-from ._client import WrappedClient, wrap
-from ._errors import (
-    ArgumentsNotAnObject,
-    CallIncomplete,
-    EmptyArguments,
-    InBandError,
-    IncompleteStreamError,
-    LateFragment,
-    LimitExceeded,
-    MalformedArguments,
-    MissingName,
-    SchemaViolation,
-    ToolCallError,
-    ToolstitchError,
-    UnknownTool,
-)
-from ._events import (
-    AnomalyRecorded,
-    ArgumentsComplete,
-    ArgumentsDelta,
-    ArgumentsMalformed,
-    ChoiceFinished,
-    ContentDelta,
-    Event,
-    ReasoningDelta,
-    RefusalDelta,
-    StreamEnded,
-    ToolCallIncomplete,
-    ToolCallInvalid,
-    ToolCallReady,
-    ToolCallStarted,
-)
-from ._executor import CallTimings, ToolResult
-from ._history import (
-    NOT_EXECUTED,
-    CallNotReadyError,
-    HistoryError,
-    HistoryProblem,
-    RepairChange,
-    RepairReport,
+import importlib
+import warnings
+from typing import Any
+
+from . import errors as errors
+from . import events as events
+from . import metrics as metrics
+from ._version import __version__ as __version__
+from .client import AsyncStitchedStream, StitchedStream, wrap
+from .core import Accumulator, Limits, ToolCall
+from .errors import HistoryError, IncompleteStreamError, ToolstitchError
+from .history import (
     assistant_message,
     call_error_text,
     ensure_valid_history,
@@ -57,100 +34,25 @@ from ._history import (
     validate_history,
     validate_request,
 )
-from ._ledger import Ledger, LedgerEntry, SQLiteLedger
-from ._limits import Limits
-from ._recording import Recorder, RecordingWarning
-from ._replay import RecordedError, RecordingFormatError, Replay, replay
-from ._run import (
-    CallDispatched,
-    CallFinished,
-    RequestRetried,
-    ResponseReceived,
-    RetryPolicy,
-    RunEvent,
-    RunResult,
-    Step,
-    StepFinished,
-    StepStarted,
-    StepTimings,
-    arun,
-    run,
-)
-from ._stream import AsyncStitchedStream, StitchedStream
-from ._tools import ConfirmCallback, Tool, Toolbox, tool
-
-__version__ = "0.1.0"
+from .loop import RunResult, arun, run
+from .recording import replay
+from .tools import Ledger, SQLiteLedger, Tool, Toolbox, ToolResult, tool
 
 __all__ = [
-    "NOT_EXECUTED",
     "Accumulator",
-    "Anomaly",
-    "AnomalyCode",
-    "AnomalyRecorded",
-    "ArgumentsComplete",
-    "ArgumentsDelta",
-    "ArgumentsMalformed",
-    "ArgumentsNotAnObject",
     "AsyncStitchedStream",
-    "CallDispatched",
-    "CallFinished",
-    "CallIncomplete",
-    "CallMetrics",
-    "CallNotReadyError",
-    "CallStatus",
-    "CallTimings",
-    "ChoiceFinished",
-    "ConfirmCallback",
-    "ContentDelta",
-    "EmptyArguments",
-    "Event",
     "HistoryError",
-    "HistoryProblem",
-    "InBandError",
     "IncompleteStreamError",
-    "LateFragment",
     "Ledger",
-    "LedgerEntry",
-    "LimitExceeded",
     "Limits",
-    "MalformedArguments",
-    "MissingName",
-    "ReasoningDelta",
-    "RecordedError",
-    "Recorder",
-    "RecordingFormatError",
-    "RecordingWarning",
-    "RefusalDelta",
-    "RepairChange",
-    "RepairReport",
-    "Replay",
-    "RequestRetried",
-    "ResponseReceived",
-    "RetryPolicy",
-    "RunEvent",
     "RunResult",
     "SQLiteLedger",
-    "SchemaViolation",
-    "Step",
-    "StepFinished",
-    "StepStarted",
-    "StepTimings",
     "StitchedStream",
-    "StreamEnded",
-    "StreamMetrics",
     "Tool",
     "ToolCall",
-    "ToolCallError",
-    "ToolCallIncomplete",
-    "ToolCallInvalid",
-    "ToolCallReady",
-    "ToolCallStarted",
     "ToolResult",
     "Toolbox",
     "ToolstitchError",
-    "UnknownTool",
-    "WrappedClient",
-    "__version__",
     "arun",
     "assistant_message",
     "call_error_text",
@@ -165,3 +67,74 @@ __all__ = [
     "validate_request",
     "wrap",
 ]
+
+# Names that left the top level in 0.2, and their new home. They resolve for one release.
+_MOVED: dict[str, str] = {
+    "AnomalyRecorded": "toolstitch.events",
+    "ArgumentsComplete": "toolstitch.events",
+    "ArgumentsDelta": "toolstitch.events",
+    "ArgumentsMalformed": "toolstitch.events",
+    "CallDispatched": "toolstitch.events",
+    "CallFinished": "toolstitch.events",
+    "ChoiceFinished": "toolstitch.events",
+    "ContentDelta": "toolstitch.events",
+    "Event": "toolstitch.events",
+    "ReasoningDelta": "toolstitch.events",
+    "RefusalDelta": "toolstitch.events",
+    "RequestRetried": "toolstitch.events",
+    "ResponseReceived": "toolstitch.events",
+    "RunEvent": "toolstitch.events",
+    "StepFinished": "toolstitch.events",
+    "StepStarted": "toolstitch.events",
+    "StreamEnded": "toolstitch.events",
+    "ToolCallIncomplete": "toolstitch.events",
+    "ToolCallInvalid": "toolstitch.events",
+    "ToolCallReady": "toolstitch.events",
+    "ToolCallStarted": "toolstitch.events",
+    "ArgumentsNotAnObject": "toolstitch.errors",
+    "CallIncomplete": "toolstitch.errors",
+    "CallNotReadyError": "toolstitch.errors",
+    "EmptyArguments": "toolstitch.errors",
+    "InBandError": "toolstitch.errors",
+    "LateFragment": "toolstitch.errors",
+    "LimitExceeded": "toolstitch.errors",
+    "MalformedArguments": "toolstitch.errors",
+    "MissingName": "toolstitch.errors",
+    "RecordedError": "toolstitch.errors",
+    "RecordingFormatError": "toolstitch.errors",
+    "RecordingWarning": "toolstitch.errors",
+    "SchemaViolation": "toolstitch.errors",
+    "ToolCallError": "toolstitch.errors",
+    "UnknownTool": "toolstitch.errors",
+    "CallMetrics": "toolstitch.metrics",
+    "CallTimings": "toolstitch.metrics",
+    "StepTimings": "toolstitch.metrics",
+    "StreamMetrics": "toolstitch.metrics",
+    "Anomaly": "toolstitch.core",
+    "AnomalyCode": "toolstitch.core",
+    "CallStatus": "toolstitch.core",
+    "WrappedClient": "toolstitch.client",
+    "NOT_EXECUTED": "toolstitch.history",
+    "HistoryProblem": "toolstitch.history",
+    "RepairChange": "toolstitch.history",
+    "RepairReport": "toolstitch.history",
+    "ConfirmCallback": "toolstitch.tools",
+    "LedgerEntry": "toolstitch.tools",
+    "RetryPolicy": "toolstitch.loop",
+    "Step": "toolstitch.loop",
+    "Recorder": "toolstitch.recording",
+    "Replay": "toolstitch.recording",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Resolve a name that moved off the top level, warning once per use site where it now lives."""
+    home = _MOVED.get(name)
+    if home is None:
+        raise AttributeError(f"module 'toolstitch' has no attribute {name!r}")
+    warnings.warn(
+        f"toolstitch.{name} moved to {home}.{name}; the top-level name goes away in the next release",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return getattr(importlib.import_module(home), name)

@@ -1,8 +1,8 @@
-"""``python -m toolstitch`` and the ``toolstitch`` script (which calls :func:`main`)."""
+"""``python -m toolstitch``: the command line."""
 
-from ._cli import main
+from __future__ import annotations
 
-__all__ = ["main"]
+from .cli import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

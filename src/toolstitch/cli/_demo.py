@@ -1,0 +1,454 @@
+"""``toolstitch demo``: the main job, in one command.
+
+A two-step tool conversation, streamed with the real ``openai`` client through :func:`wrap`:
+
+1. the model answers with parallel tool calls whose fragments interleave and split inside JSON
+   strings and UTF-8 characters (two ``get_weather`` calls, for Zürich and 東京, and a
+   ``convert_currency`` call);
+2. the tools run locally, the history is built with :func:`assistant_message` and
+   :func:`tool_message`, and the model answers in text, using the results.
+
+Each stream is recorded (in memory) and replayed, to print its fragment timeline. Without
+``OPENAI_API_KEY`` the "model" is :class:`toolstitch.testing.LocalServer`, scripted below, over real
+HTTP on 127.0.0.1; with it (and optionally ``OPENAI_BASE_URL`` and ``--model``) the same loop runs
+against that endpoint, and the scripted model is not used at all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import math
+import os
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TextIO
+
+import openai
+
+from ..client._wrap import wrap
+from ..errors import IncompleteStreamError
+from ..history import assistant_message, call_error_text, tool_message, validate_history
+from ..recording._replay import replay
+from ..recording._timeline import clip, render_latency, render_timeline, report_data, wrap_text
+
+__all__ = ["TOOLS", "add_command", "local_model", "run_demo"]
+
+_WIDTH = 80
+LOCAL_MODEL = "toolstitch-demo"
+REMOTE_MODEL = "gpt-4o-mini"
+SYSTEM = "You are a concise travel assistant. Use the tools; answer in two sentences."
+QUESTION = "What is the weather in Zürich and in Tokyo (東京) right now, and what are 100 EUR in JPY?"
+
+# ------------------------------------------------------------------------------------ the tools
+
+TOOLS: list[dict[str, Any]] = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Current weather in a city.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "city": {"type": "string", "description": "City name, in any script"},
+                    "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+                },
+                "required": ["city"],
+                "additionalProperties": False,
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "convert_currency",
+            "description": "Convert an amount between currencies at today's rate.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "amount": {"type": "number"},
+                    "from_currency": {"type": "string", "description": "ISO 4217 code"},
+                    "to_currency": {"type": "string", "description": "ISO 4217 code"},
+                },
+                "required": ["amount", "from_currency", "to_currency"],
+                "additionalProperties": False,
+            },
+        },
+    },
+]
+
+# Fixed data, so the demo prints the same thing every time and needs no network for its tools.
+_WEATHER = {
+    "zürich": (14, "overcast"),
+    "zurich": (14, "overcast"),
+    "東京": (22, "sunny"),
+    "tokyo": (22, "sunny"),
+}
+_PER_EUR = {"EUR": 1.0, "JPY": 162.5, "USD": 1.08, "CHF": 0.95, "GBP": 0.85}
+
+
+def get_weather(city: str, unit: str = "celsius") -> dict[str, Any]:
+    """Deterministic weather for the demo's cities (any other city gets a mild default)."""
+    celsius, conditions = _WEATHER.get(city.strip().lower(), (18, "partly cloudy"))
+    temperature = celsius if unit == "celsius" else round(celsius * 9 / 5 + 32)
+    return {"city": city, "temperature": temperature, "unit": unit, "conditions": conditions}
+
+
+def convert_currency(amount: float, from_currency: str, to_currency: str) -> dict[str, Any]:
+    """Convert with a fixed rate table; an unknown currency is an error the model should see."""
+    source, target = from_currency.upper(), to_currency.upper()
+    if source not in _PER_EUR or target not in _PER_EUR:
+        raise ValueError(f"unknown currency: {source if source not in _PER_EUR else target}")
+    rate = _PER_EUR[target] / _PER_EUR[source]
+    return {
+        "amount": amount,
+        "from": source,
+        "to": target,
+        "rate": round(rate, 4),
+        "result": round(amount * rate, 2),
+    }
+
+
+FUNCTIONS: dict[str, Callable[..., Any]] = {"get_weather": get_weather, "convert_currency": convert_currency}
+
+# ------------------------------------------------------------------------- the scripted model
+
+
+def _pieces(text: str, size: int) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def _chunk(delta: Mapping[str, Any], finish_reason: str | None = None, **extra: Any) -> dict[str, Any]:
+    choice = {"index": 0, "delta": dict(delta), "logprobs": None, "finish_reason": finish_reason}
+    return {
+        "id": extra.pop("id", "chatcmpl-demo"),
+        "object": "chat.completion.chunk",
+        "created": 1735689600,
+        "model": LOCAL_MODEL,
+        "system_fingerprint": "fp_demo",
+        "choices": [choice],
+        **extra,
+    }
+
+
+def _usage_chunk(prompt: int, completion: int, chunk_id: str) -> dict[str, Any]:
+    usage = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+    data = _chunk({}, id=chunk_id, usage=usage)
+    data["choices"] = []
+    return data
+
+
+def _tool_call_step() -> list[dict[str, Any]]:
+    """Step 1, shaped like OpenAI's parallel calls but cut finer: each call opens with a header
+    fragment (index, id, name, ``""`` arguments), then its arguments come in 3-character pieces
+    that split JSON strings and non-ASCII characters; the three calls are staggered round-robin,
+    so all three are open at once and their fragments interleave."""
+    calls = [
+        ("call_demo_weather_zrh", "get_weather", '{"city": "Zürich", "unit": "celsius"}'),
+        ("call_demo_weather_tyo", "get_weather", '{"city": "東京", "unit": "celsius"}'),
+        (
+            "call_demo_fx_eur_jpy",
+            "convert_currency",
+            '{"amount": 100, "from_currency": "EUR", "to_currency": "JPY"}',
+        ),
+    ]
+    cid = "chatcmpl-demo-1"
+    lanes: list[list[dict[str, Any]]] = []
+    for index, (call_id, name, arguments) in enumerate(calls):
+        header = {
+            "index": index,
+            "id": call_id,
+            "type": "function",
+            "function": {"name": name, "arguments": ""},
+        }
+        lanes.append(
+            [header, *({"index": index, "function": {"arguments": p}} for p in _pieces(arguments, 3))]
+        )
+    out = [_chunk({"role": "assistant", "content": None, "refusal": None}, id=cid)]
+    # Staggered round-robin: call k starts k steps later, so all three are open at once.
+    for step in range(max(len(lane) + k for k, lane in enumerate(lanes))):
+        for k, lane in enumerate(lanes):
+            if 0 <= step - k < len(lane):
+                out.append(_chunk({"tool_calls": [lane[step - k]]}, id=cid))
+    out.append(_chunk({}, "tool_calls", id=cid))
+    out.append(_usage_chunk(118, 71, cid))
+    return out
+
+
+def _answer_text(messages: Sequence[Mapping[str, Any]]) -> str:
+    """The final answer, written from the tool results the request carries (never from memory:
+    a wrong history shows up as a wrong answer)."""
+    names: dict[str, str] = {}
+    for message in messages:
+        for call in message.get("tool_calls") or []:
+            names[call.get("id", "")] = (call.get("function") or {}).get("name", "")
+    weather: list[str] = []
+    money: list[str] = []
+    for message in messages:
+        if message.get("role") != "tool":
+            continue
+        try:
+            result = json.loads(message.get("content") or "")
+        except ValueError:
+            result = None
+        name = names.get(message.get("tool_call_id", ""), "")
+        if name == "get_weather" and isinstance(result, dict):
+            unit = "°C" if result.get("unit") == "celsius" else "°F"
+            weather.append(
+                f"{result.get('city')} has {result.get('temperature')} {unit} and {result.get('conditions')}"
+            )
+        elif name == "convert_currency" and isinstance(result, dict):
+            amount, converted = result.get("amount"), result.get("result")
+            money.append(
+                f"{amount:g} {result.get('from')} is {converted:,.2f} {result.get('to')}"
+                f" (rate {result.get('rate')})"
+            )
+        else:
+            money.append(f"one tool failed ({str(message.get('content'))[:60]})")
+    first = "Right now " + " and ".join(weather) + "." if weather else "I could not get the weather."
+    second = " ".join(s[0].upper() + s[1:] + "." for s in money)
+    return f"{first} {second}".strip()
+
+
+def _answer_step(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    cid = "chatcmpl-demo-2"
+    text = _answer_text(messages)
+    out = [_chunk({"role": "assistant", "content": ""}, id=cid)]
+    out += [_chunk({"content": piece}, id=cid) for piece in _pieces(text, 4)]
+    out.append(_chunk({}, "stop", id=cid))
+    out.append(_usage_chunk(246, math.ceil(len(text) / 4), cid))
+    return out
+
+
+def local_model(delay: float = 0.004) -> Callable[[dict[str, Any]], Any]:
+    """The handler for :class:`~toolstitch.testing.LocalServer`: tool calls first, then, once the
+    request carries tool results, the answer. ``delay`` is the pause between chunks (seconds)."""
+    from ..testing import StreamScript
+
+    def handle(body: dict[str, Any]) -> Any:
+        messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
+        if any(m.get("role") == "tool" for m in messages):
+            return StreamScript(_answer_step(messages), delay=delay)
+        return StreamScript(_tool_call_step(), delay=delay)
+
+    return handle
+
+
+# ------------------------------------------------------------------------------- the loop
+
+
+def _run_tool(call: Any) -> Any:
+    """A message for one call: its result, or the reason it did not run (the model can retry)."""
+    if not call.ready:
+        return tool_message(call, error=call_error_text(call))
+    function = FUNCTIONS.get(call.name or "")
+    if function is None:
+        return tool_message(call, error=f"Error: no tool named {call.name!r}")
+    try:
+        return tool_message(call, function(**call.parsed))
+    except Exception as exc:  # a tool failure is a result the model should see, not a crash
+        return tool_message(call, exc)
+
+
+def converse(client: openai.OpenAI, model: str, *, max_steps: int = 4) -> dict[str, Any]:
+    """Run the tool loop; returns what happened, step by step, as plain data."""
+    stitched = wrap(client)
+    messages: list[Any] = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": QUESTION}]
+    steps: list[dict[str, Any]] = []
+    answer: str | None = None
+    for number in range(1, max_steps + 1):
+        recording = io.StringIO()
+        with stitched.chat.completions.create(
+            model=model, messages=messages, tools=TOOLS, stream=True
+        ) as stream:
+            stream.record(recording)
+            for _ in stream:
+                pass
+        replayed = replay(io.StringIO(recording.getvalue()))
+        step: dict[str, Any] = {"step": number, "report": report_data(replayed), "replay": replayed}
+        steps.append(step)
+        try:
+            completion = stream.get_final_completion()
+        except IncompleteStreamError as exc:
+            step["error"] = str(exc)
+            break
+        messages.append(assistant_message(completion))
+        calls = stream.tool_calls
+        if not calls:
+            answer = completion.choices[0].message.content or ""
+            break
+        results = [_run_tool(call) for call in calls]
+        step["results"] = results
+        messages.extend(results)
+    return {
+        "model": model,
+        "steps": steps,
+        "answer": answer,
+        "history": messages,
+        "problems": [str(p) for p in validate_history(messages)],
+    }
+
+
+# ------------------------------------------------------------------------------- output
+
+
+def _clip(text: str) -> str:
+    return clip(text, _WIDTH)
+
+
+def _rule(title: str) -> str:
+    return f"── {title} " + "─" * max(0, _WIDTH - len(title) - 4)
+
+
+def _message_line(i: int, message: Mapping[str, Any]) -> str:
+    role = str(message.get("role"))
+    if message.get("tool_calls"):
+        calls = ", ".join(f"{c['function']['name']}({c['id']})" for c in message["tool_calls"])
+        text = f"tool_calls: {calls}"
+    elif role == "tool":
+        text = f"{message.get('tool_call_id')} → {message.get('content')}"
+    else:
+        text = str(message.get("content"))
+    return _clip(f"  [{i}] {role:<9} {text}")
+
+
+def _print_text(result: dict[str, Any], where: str, out: TextIO) -> None:
+    write = out.write
+    write("toolstitch demo: a two-step tool conversation, streamed and stitched\n")
+    write(_clip(f"server: {where}") + "\n")
+    write(_clip(f"model:  {result['model']}") + "\n\n")
+    for line in wrap_text(f"user: {QUESTION}", _WIDTH, "", 4):
+        write(line + "\n")
+    for step in result["steps"]:
+        report, replayed = step["report"], step["replay"]
+        timeline = replayed.timeline
+        write("\n" + _rule(f"step {step['step']}") + "\n")
+        took = f" in {timeline.end:.0f} ms" if timeline.unit == "ms" and timeline.end is not None else ""
+        calls = report["calls"]
+        write(
+            f"streamed {report['chunks']} chunks{took}; "
+            + (f"{len(calls)} tool calls\n" if calls else "answer:\n")
+        )
+        for call in calls:
+            write(
+                _clip(f"  #{call['index']} {call['name']:<16} {call['status']:<8} {call['arguments']}") + "\n"
+            )
+        for message in step.get("results") or []:
+            write(_clip(f"  → {message['tool_call_id']}: {message['content']}") + "\n")
+        if calls:
+            write("\n" + render_timeline(timeline, _WIDTH) + "\n" + render_latency(timeline))
+        else:
+            for line in _wrap_answer(report["content"].get("0") or ""):
+                write(line + "\n")
+        if step.get("error"):
+            write(_clip(f"  stream failed: {step['error']}") + "\n")
+    history = result["history"]
+    write("\n" + _rule(f"history ({len(history)} messages)") + "\n")
+    for i, message in enumerate(history):
+        write(_message_line(i, message) + "\n")
+    problems = result["problems"]
+    write("validate_history: " + ("no problems\n" if not problems else f"{len(problems)} problem(s)\n"))
+    for problem in problems:
+        write(_clip(f"  {problem}") + "\n")
+
+
+def _wrap_answer(text: str) -> list[str]:
+    return wrap_text(text, _WIDTH, "  ") if text else ["  (empty)"]
+
+
+def _json_result(result: dict[str, Any], where: str, mode: str) -> dict[str, Any]:
+    steps = []
+    for step in result["steps"]:
+        data = dict(step["report"])
+        data["step"] = step["step"]
+        data["results"] = step.get("results") or []
+        if step.get("error"):
+            data["stream_error"] = step["error"]
+        steps.append(data)
+    return {
+        "mode": mode,
+        "server": where,
+        "model": result["model"],
+        "question": QUESTION,
+        "steps": steps,
+        "answer": result["answer"],
+        "history": result["history"],
+        "history_problems": result["problems"],
+    }
+
+
+def run_demo(
+    *,
+    model: str | None = None,
+    json_output: bool = False,
+    local: bool | None = None,
+    delay: float = 0.004,
+    out: TextIO | None = None,
+) -> int:
+    """Run the demo and print it; returns the exit code.
+
+    ``local=None`` picks the local server unless ``OPENAI_API_KEY`` is set. ``delay`` (seconds
+    between chunks) applies to the local server only.
+    """
+    out = out or sys.stdout
+    use_local = not os.environ.get("OPENAI_API_KEY") if local is None else local
+    if use_local:
+        from ..testing import LocalServer
+
+        with LocalServer(handler=local_model(delay)) as server:
+            where = f"{server.base_url} (embedded local server; no OPENAI_API_KEY)"
+            with server.client() as client:
+                result = converse(client, model or LOCAL_MODEL)
+        mode = "local"
+    else:
+        result, where = _remote(model or REMOTE_MODEL)
+        mode = "remote"
+    if json_output:
+        out.write(json.dumps(_json_result(result, where, mode), ensure_ascii=False, indent=2) + "\n")
+    else:
+        _print_text(result, where, out)
+    return 0 if result["answer"] is not None and not result["problems"] else 1
+
+
+def _remote(model: str) -> tuple[dict[str, Any], str]:
+    """The same loop against a real endpoint (``OPENAI_API_KEY``, optional ``OPENAI_BASE_URL``)."""
+    with openai.OpenAI() as client:
+        return converse(client, model), str(client.base_url)
+
+
+# ------------------------------------------------------------------------------- command line
+
+
+def _run_command(args: argparse.Namespace) -> int:
+    try:
+        return run_demo(model=args.model, json_output=args.json, local=True if args.local else None)
+    except openai.OpenAIError as exc:
+        message = " ".join(str(exc).split())
+        print(f"toolstitch demo: {type(exc).__name__}: {message}", file=sys.stderr)
+        return 2
+
+
+def add_command(subparsers: Any) -> None:
+    """Register ``toolstitch demo`` (see ``_cli.COMMANDS``)."""
+    parser = subparsers.add_parser(
+        "demo",
+        help="run a two-step streamed tool conversation and show how it was stitched",
+        description=(
+            "Run a two-step tool conversation with the real openai client through toolstitch.wrap: "
+            "parallel, interleaved, finely fragmented tool calls, local tool execution, then a "
+            "final answer. Prints the calls, the results, the history and a fragment timeline. "
+            "Without OPENAI_API_KEY it uses an embedded local server on 127.0.0.1; with it (and "
+            "optionally OPENAI_BASE_URL) it runs against that endpoint. Exit 0 when the "
+            "conversation completed with a valid history, 1 otherwise, 2 when the endpoint failed."
+        ),
+    )
+    parser.add_argument(
+        "--model", metavar="M", help=f"model name (default: {REMOTE_MODEL} on a real endpoint)"
+    )
+    parser.add_argument("--json", action="store_true", help="print a JSON report instead")
+    parser.add_argument(
+        "--local", action="store_true", help="use the embedded local server even when OPENAI_API_KEY is set"
+    )
+    parser.set_defaults(run=_run_command)

@@ -1,0 +1,293 @@
+"""``wrap(client)``: the drop-in proxy.
+
+Only ``client.chat.completions.create(..., stream=True)`` is intercepted; its result is a
+:class:`StitchedStream` (or :class:`AsyncStitchedStream`) over the SDK's own stream, with an
+:class:`Accumulator` that knows the request's ``tools``. Everything else (non-streaming calls,
+``models.list()``, ``with_options(...)``, attributes) is the original object's, untouched:
+attribute access is forwarded, and methods that return a new client or resource are wrapped again
+so the interception survives ``client.with_options(timeout=5).chat.completions.create(...)``.
+``with_raw_response`` (on the client, on ``chat`` and on ``chat.completions``) is wrapped the same
+way: a streamed ``create`` returns the SDK's raw response, whose ``parse()`` is a stitched stream.
+
+``wrap(client, record="dir/")`` records every stream to its own JSONL file in ``dir/`` (see
+``_recording``); recording is off by default.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from openai import AsyncOpenAI, OpenAI
+
+from ..core._accumulator import Accumulator
+from ..core._call import now
+from ..core._limits import Limits
+from ..recording._recorder import Redact, recording_path, redact_parts
+from ._stream import AsyncStitchedStream, StitchedStream
+
+__all__ = ["WrappedClient", "wrap"]
+
+
+class _Options:
+    """What ``wrap`` was told, handed down to every proxy and accumulator."""
+
+    __slots__ = ("empty_arguments", "limits", "record", "recover_text_tool_calls", "redact")
+
+    def __init__(
+        self,
+        limits: Limits | None,
+        empty_arguments: Literal["invalid", "object"],
+        record: Path | None = None,
+        redact: Redact = False,
+        recover_text_tool_calls: bool = False,
+    ) -> None:
+        self.limits = limits
+        self.recover_text_tool_calls = recover_text_tool_calls
+        self.empty_arguments: Literal["invalid", "object"] = empty_arguments
+        self.record = record
+        self.redact = redact
+        redact_parts(redact)  # a wrong value fails here, not on the first stream
+
+    def start_recording(self, stream: StitchedStream | AsyncStitchedStream) -> None:
+        """One new file per stream when ``wrap(record=...)`` asked for it."""
+        if self.record is not None:
+            stream.record(recording_path(self.record), redact=self.redact)
+
+    def accumulator(self, kwargs: dict[str, Any], started_at: float) -> Accumulator:
+        tools = kwargs.get("tools")
+        return Accumulator(
+            tools if isinstance(tools, (list, tuple)) else None,
+            limits=self.limits,
+            empty_arguments=self.empty_arguments,
+            started_at=started_at,
+            recover_text_tool_calls=self.recover_text_tool_calls,
+        )
+
+
+class _Proxy:
+    """Forwards every attribute to the wrapped object; subclasses intercept a few."""
+
+    __slots__ = ("_opts", "_target")
+
+    def __init__(self, target: Any, opts: _Options) -> None:
+        object.__setattr__(self, "_target", target)
+        object.__setattr__(self, "_opts", opts)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._target, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._target, name, value)
+
+    def __repr__(self) -> str:
+        return f"toolstitch.wrap({self._target!r})"
+
+
+class _Completions(_Proxy):
+    """``chat.completions``: ``create(stream=True)`` returns a stitched stream."""
+
+    __slots__ = ()
+
+    def create(self, *args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("stream") is not True:
+            return self._target.create(*args, **kwargs)
+        started = now()
+        sdk_stream = self._target.create(*args, **kwargs)
+        stream = StitchedStream(sdk_stream, self._opts.accumulator(kwargs, started), request=kwargs)
+        self._opts.start_recording(stream)
+        return stream
+
+    def with_options(self, *args: Any, **kwargs: Any) -> Any:
+        return _Completions(self._target.with_options(*args, **kwargs), self._opts)
+
+    @property
+    def with_raw_response(self) -> Any:
+        return _raw_completions(self._target.with_raw_response, self._opts)
+
+
+class _AsyncCompletions(_Proxy):
+    """The async twin of :class:`_Completions`."""
+
+    __slots__ = ()
+
+    async def create(self, *args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("stream") is not True:
+            return await self._target.create(*args, **kwargs)
+        started = now()
+        sdk_stream = await self._target.create(*args, **kwargs)
+        stream = AsyncStitchedStream(sdk_stream, self._opts.accumulator(kwargs, started), request=kwargs)
+        self._opts.start_recording(stream)
+        return stream
+
+    def with_options(self, *args: Any, **kwargs: Any) -> Any:
+        return _AsyncCompletions(self._target.with_options(*args, **kwargs), self._opts)
+
+    @property
+    def with_raw_response(self) -> Any:
+        return _raw_completions(self._target.with_raw_response, self._opts)
+
+
+class _RawResponse(_Proxy):
+    """The SDK's raw response to ``with_raw_response.create(..., stream=True)``: headers and the
+    rest are the SDK's; ``parse()`` (the stream) is stitched, once, like the SDK's own cache."""
+
+    __slots__ = ("_request", "_started", "_stitched")
+
+    def __init__(self, target: Any, opts: _Options, request: dict[str, Any], started: float) -> None:
+        super().__init__(target, opts)
+        object.__setattr__(self, "_request", request)
+        object.__setattr__(self, "_started", started)
+        object.__setattr__(self, "_stitched", None)
+
+    def parse(self, *args: Any, **kwargs: Any) -> Any:
+        if args or kwargs:  # parse(to=...): the caller asked for a type of their own
+            return self._target.parse(*args, **kwargs)
+        if self._stitched is None:
+            sdk_stream = self._target.parse()
+            accumulator = self._opts.accumulator(self._request, self._started)
+            cls = AsyncStitchedStream if _is_async(sdk_stream) else StitchedStream
+            stream = cls(sdk_stream, accumulator, request=self._request)
+            self._opts.start_recording(stream)
+            object.__setattr__(self, "_stitched", stream)
+        return self._stitched
+
+
+class _RawCompletions(_Proxy):
+    """``chat.completions.with_raw_response``: a streamed ``create`` parses to a stitched stream."""
+
+    __slots__ = ()
+
+    def create(self, *args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("stream") is not True:
+            return self._target.create(*args, **kwargs)
+        started = now()
+        return _RawResponse(self._target.create(*args, **kwargs), self._opts, kwargs, started)
+
+
+class _AsyncRawCompletions(_Proxy):
+    """The async twin of :class:`_RawCompletions`."""
+
+    __slots__ = ()
+
+    async def create(self, *args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("stream") is not True:
+            return await self._target.create(*args, **kwargs)
+        started = now()
+        return _RawResponse(await self._target.create(*args, **kwargs), self._opts, kwargs, started)
+
+
+def _raw_completions(target: Any, opts: _Options) -> _Proxy:
+    """Whichever of the raw twins fits the SDK's ``CompletionsWithRawResponse`` (sync or async)."""
+    if inspect.iscoroutinefunction(target.create):
+        return _AsyncRawCompletions(target, opts)
+    return _RawCompletions(target, opts)
+
+
+class _RawChat(_Proxy):
+    """``chat.with_raw_response`` (and ``client.with_raw_response.chat``)."""
+
+    __slots__ = ()
+
+    @property
+    def completions(self) -> Any:
+        return _raw_completions(self._target.completions, self._opts)
+
+
+class _RawClient(_Proxy):
+    """``client.with_raw_response``."""
+
+    __slots__ = ()
+
+    @property
+    def chat(self) -> Any:
+        return _RawChat(self._target.chat, self._opts)
+
+
+class _Chat(_Proxy):
+    __slots__ = ()
+
+    @property
+    def completions(self) -> Any:
+        target = self._target.completions
+        if _is_async(target):
+            return _AsyncCompletions(target, self._opts)
+        return _Completions(target, self._opts)
+
+    @property
+    def with_raw_response(self) -> Any:
+        return _RawChat(self._target.with_raw_response, self._opts)
+
+
+def _is_async(resource: Any) -> bool:
+    """True for a resource (or an SDK stream) of an ``AsyncOpenAI`` client."""
+    client = getattr(resource, "_client", None)
+    return isinstance(client, AsyncOpenAI)
+
+
+class WrappedClient(_Proxy):
+    """The object ``wrap`` returns: the original client, with streamed tool calls stitched."""
+
+    __slots__ = ()
+
+    @property
+    def chat(self) -> Any:
+        return _Chat(self._target.chat, self._opts)
+
+    @property
+    def unwrapped(self) -> Any:
+        """The original client."""
+        return self._target
+
+    @property
+    def with_raw_response(self) -> Any:
+        return _RawClient(self._target.with_raw_response, self._opts)
+
+    def with_options(self, *args: Any, **kwargs: Any) -> WrappedClient:
+        return WrappedClient(self._target.with_options(*args, **kwargs), self._opts)
+
+    def copy(self, *args: Any, **kwargs: Any) -> WrappedClient:
+        return WrappedClient(self._target.copy(*args, **kwargs), self._opts)
+
+
+def wrap(
+    client: OpenAI | AsyncOpenAI,
+    *,
+    limits: Limits | None = None,
+    empty_arguments: Literal["invalid", "object"] = "invalid",
+    record: str | os.PathLike[str] | None = None,
+    redact: Redact = False,
+    recover_text_tool_calls: bool = False,
+) -> Any:
+    """Return a drop-in proxy of ``client`` whose streamed chat completions stitch tool calls.
+
+    Works with ``OpenAI``, ``AsyncOpenAI`` and ``AzureOpenAI`` (and their async twin). The return
+    type is ``Any`` on purpose: the proxy answers every attribute the client has.
+
+    ``record="dir/"`` writes each stream to a new JSONL file in that directory (created when
+    missing); ``redact`` masks tool-call arguments and/or content text in those files
+    (``True``, ``"arguments"`` or ``"content"``). A recording never breaks a stream: failures
+    become one ``RecordingWarning`` and ``stream.recorder.error``.
+
+    ``recover_text_tool_calls=True`` turns tool calls that a server wrote as text in ``content``
+    (``<tool_call>{...}</tool_call>``) into tool calls, each recorded as an anomaly. Off by default.
+    """
+    if isinstance(client, WrappedClient):
+        defaults = (
+            limits is None
+            and empty_arguments == "invalid"
+            and record is None
+            and redact is False
+            and not recover_text_tool_calls
+        )
+        if defaults:
+            return client  # wrapping twice changes nothing
+        client = client.unwrapped  # new options: a new proxy over the same client
+    if not isinstance(client, (OpenAI, AsyncOpenAI)):
+        raise TypeError(
+            f"wrap() expects an openai.OpenAI or openai.AsyncOpenAI client, got {type(client).__name__}"
+        )
+    folder = None if record is None else Path(record)
+    return WrappedClient(client, _Options(limits, empty_arguments, folder, redact, recover_text_tool_calls))

@@ -1,0 +1,32 @@
+"""The sans-I/O core: raw chunks in, events and checked tool calls out.
+
+Nothing here knows HTTP, threads or asyncio (rule 7 and the ``h11`` model in DESIGN.md): every
+other layer is built on :class:`Accumulator`. What lives where:
+
+* :mod:`._normalize`    reading one raw chunk (SDK object or dict) into canonical pieces; every
+  provider quirk is handled there and recorded as an :class:`Anomaly`.
+* :mod:`._call`         the call buffer and its state machine (open, ready, invalid, incomplete).
+* :mod:`._scanner`      the incremental JSON scanner (depth, strings, escapes).
+* :mod:`._schema`       checking sealed arguments against the request's tool schemas.
+* :mod:`._recover`      opt-in recovery of tool calls a server wrote as text.
+* :mod:`._accumulator`  the core itself: ``feed`` routes fragments to calls and returns events.
+* :mod:`._events`, :mod:`._anomaly`, :mod:`._limits`: the values the core hands out.
+"""
+
+from __future__ import annotations
+
+from ._accumulator import Accumulator, StreamMetrics
+from ._anomaly import Anomaly, AnomalyCode
+from ._call import CallMetrics, CallStatus, ToolCall
+from ._limits import Limits
+
+__all__ = [
+    "Accumulator",
+    "Anomaly",
+    "AnomalyCode",
+    "CallMetrics",
+    "CallStatus",
+    "Limits",
+    "StreamMetrics",
+    "ToolCall",
+]

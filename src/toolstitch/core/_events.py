@@ -1,0 +1,151 @@
+"""Events returned by :meth:`toolstitch.Accumulator.feed`.
+
+Frozen, slotted value objects in the manner of ``h11``: each says one thing that just happened, so a
+UI can show progress, a logger can log, and an executor can start work, without polling the
+accumulator's state. Events carry the live :class:`~toolstitch.ToolCall`; read its ``status``
+rather than assuming one: only ``ToolCallReady`` means "safe to execute".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ToolCallError
+from ._anomaly import Anomaly
+from ._call import ToolCall
+
+__all__ = [
+    "AnomalyRecorded",
+    "ArgumentsComplete",
+    "ArgumentsDelta",
+    "ArgumentsMalformed",
+    "ChoiceFinished",
+    "ContentDelta",
+    "Event",
+    "ReasoningDelta",
+    "RefusalDelta",
+    "StreamEnded",
+    "ToolCallIncomplete",
+    "ToolCallInvalid",
+    "ToolCallReady",
+    "ToolCallStarted",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ContentDelta:
+    """Text content arrived for a choice."""
+
+    choice: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class RefusalDelta:
+    """Refusal text arrived for a choice."""
+
+    choice: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningDelta:
+    """Reasoning text arrived (``field`` is the provider's name: ``reasoning_content``, ``reasoning``)."""
+
+    choice: int
+    field: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallStarted:
+    """A new tool call opened (its id and name may still be missing)."""
+
+    call: ToolCall
+
+
+@dataclass(frozen=True, slots=True)
+class ArgumentsDelta:
+    """Argument text was appended to a call. For previews only: never execute on this."""
+
+    call: ToolCall
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ArgumentsComplete:
+    """The call's top-level JSON value just closed. Not sealed yet: wait for ``ToolCallReady``."""
+
+    call: ToolCall
+
+
+@dataclass(frozen=True, slots=True)
+class ArgumentsMalformed:
+    """The call's text can no longer become valid JSON (found while streaming)."""
+
+    call: ToolCall
+    reason: str
+    position: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallReady:
+    """The call is sealed, parsed and valid: safe to execute."""
+
+    call: ToolCall
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallInvalid:
+    """The call is sealed but unusable; ``error`` says why and keeps the raw text."""
+
+    call: ToolCall
+    error: ToolCallError
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallIncomplete:
+    """The stream ended before the call was sealed."""
+
+    call: ToolCall
+
+
+@dataclass(frozen=True, slots=True)
+class ChoiceFinished:
+    """A choice received its ``finish_reason``; its calls are now sealed."""
+
+    choice: int
+    finish_reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class AnomalyRecorded:
+    """The provider did something the reference stream does not; see ``anomaly.code``."""
+
+    anomaly: Anomaly
+
+
+@dataclass(frozen=True, slots=True)
+class StreamEnded:
+    """The input ended (normally, or with ``error``)."""
+
+    error: BaseException | None
+    usage: Any
+
+
+Event = (
+    ContentDelta
+    | RefusalDelta
+    | ReasoningDelta
+    | ToolCallStarted
+    | ArgumentsDelta
+    | ArgumentsComplete
+    | ArgumentsMalformed
+    | ToolCallReady
+    | ToolCallInvalid
+    | ToolCallIncomplete
+    | ChoiceFinished
+    | AnomalyRecorded
+    | StreamEnded
+)

@@ -1,0 +1,128 @@
+"""Argument checks against the request's ``tools``: JSON Schema via ``jsonschema``.
+
+The accumulator sees the request's ``tools``, so a sealed call can be checked against the schema the
+model was given before anything executes it (rule 4). Validators are built once per tool, lazily.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ..errors import SchemaViolation, ToolCallError, UnknownTool
+
+__all__ = ["ToolSchemas"]
+
+
+def _as_mapping(tool: Any) -> Mapping[str, Any] | None:
+    if isinstance(tool, Mapping):
+        return tool
+    dump = getattr(tool, "model_dump", None)
+    if callable(dump):
+        dumped = dump()
+        if isinstance(dumped, Mapping):
+            return dumped
+    return None
+
+
+class ToolSchemas:
+    """The tools of one request, by name, with their parameter schemas."""
+
+    __slots__ = ("_schemas", "_strict", "_validators")
+
+    def __init__(self, tools: Iterable[Any]) -> None:
+        self._schemas: dict[str, Mapping[str, Any] | None] = {}
+        self._validators: dict[str, Any] = {}
+        self._strict: set[str] = set()
+        for tool in tools:
+            spec = _as_mapping(tool)
+            if spec is None:
+                continue
+            kind = spec.get("type", "function")
+            body = spec.get(kind) if isinstance(spec.get(kind), Mapping) else None
+            if body is None:
+                continue
+            name = body.get("name")
+            if isinstance(name, str):
+                params = body.get("parameters") if kind == "function" else None
+                self._schemas[name] = params if isinstance(params, Mapping) else None
+                if body.get("strict") is True:
+                    self._strict.add(name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._schemas
+
+    def __bool__(self) -> bool:
+        return bool(self._schemas)
+
+    def check(self, name: str, arguments: Any, raw: str) -> ToolCallError | None:
+        """None when the arguments fit the named tool, else the error to record on the call."""
+        if name not in self._schemas:
+            offered = ", ".join(sorted(self._schemas)) or "none"
+            return UnknownTool(
+                f"the model called {name!r}, which the request did not offer (offered: {offered})",
+                raw=raw,
+            )
+        schema = self._schemas[name]
+        if schema is None:
+            return None
+        validator = self._validators.get(name)
+        if validator is None:
+            import jsonschema  # imported on first use: most streams never need it
+
+            cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+            try:
+                cls.check_schema(schema)
+            except jsonschema.SchemaError as exc:
+                # Not a valid JSON Schema: nothing can be checked against it, so no call of this tool
+                # becomes ready on the strength of it (fail closed, like a schema that cannot run).
+                message = f"the schema of {name!r} is not a valid JSON Schema: {exc.message}"
+                return SchemaViolation(message, raw=raw, errors=[f"(schema): {exc.message}"])
+            validator = self._validators[name] = cls(schema)
+        try:
+            errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+        except Exception as exc:
+            # The schema passed check_schema but cannot be evaluated (a $ref that points nowhere, a
+            # remote $ref that is never fetched, nesting deep enough to exhaust the stack). The
+            # arguments were not checked, so the call must not become ready (rule 4): refuse it.
+            message = f"the arguments could not be checked against the schema of {name!r}: {exc}"
+            return SchemaViolation(message, raw=raw, errors=[f"(schema): {exc}"])
+        if errors and name in self._strict:
+            errors = [e for e in errors if not _omitted_nullable(e)]
+        if not errors:
+            return None
+        messages = [f"{'/'.join(str(p) for p in e.absolute_path) or '(root)'}: {e.message}" for e in errors]
+        return SchemaViolation(
+            f"arguments do not match the schema of {name!r}: " + "; ".join(messages),
+            raw=raw,
+            errors=messages,
+        )
+
+
+def _omitted_nullable(error: Any) -> bool:
+    """A ``required`` error for properties that a strict schema declares nullable.
+
+    Strict mode makes every property required and spells "optional" as "nullable": ``null`` means
+    "use the default". A server that ignores ``strict`` lets the model leave such a property out,
+    which means the same thing, so it is not held against the call.
+    """
+    if error.validator != "required" or not isinstance(error.instance, dict):
+        return False
+    properties = error.schema.get("properties") if isinstance(error.schema, Mapping) else None
+    if not isinstance(properties, Mapping):
+        return False
+    missing = [p for p in error.validator_value if p not in error.instance]
+    return bool(missing) and all(_nullable(properties.get(p)) for p in missing)
+
+
+def _nullable(schema: Any) -> bool:
+    if not isinstance(schema, Mapping):
+        return False
+    kind = schema.get("type")
+    if kind == "null" or (isinstance(kind, list) and "null" in kind):
+        return True
+    for key in ("anyOf", "oneOf"):
+        branches = schema.get(key)
+        if isinstance(branches, list) and any(_nullable(b) for b in branches):
+            return True
+    return False

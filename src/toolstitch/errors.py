@@ -1,0 +1,237 @@
+"""Every exception toolstitch raises or records, in one place.
+
+The hierarchy::
+
+    Exception
+    ├── ToolstitchError                  base of everything toolstitch raises or records
+    │   ├── IncompleteStreamError        get_final_completion(): a choice never got a finish_reason
+    │   ├── InBandError                  a chunk carried an ``error`` field (fed by hand, replays)
+    │   ├── MalformedChunk (also ValueError)         a chunk that is not an object (kept inside the core)
+    │   ├── HistoryError                 ensure_valid_history(): the next request would be rejected
+    │   ├── CallNotReadyError            tool_message() for a call that must not have run
+    │   ├── RecordedError                the error a recorded stream ended with, rebuilt by replay
+    │   ├── RecordingFormatError (also ValueError)   a file that is no recording nor SSE body
+    │   └── ToolCallError                why a call is ``invalid``/``incomplete`` (``call.error``)
+    │       ├── MalformedArguments       not valid JSON
+    │       ├── ArgumentsNotAnObject     valid JSON, not an object
+    │       ├── EmptyArguments           ``""``: never read as ``{}``
+    │       ├── MissingName              sealed without a function name
+    │       ├── UnknownTool              a function the request did not offer
+    │       ├── SchemaViolation          does not satisfy the tool's JSON Schema
+    │       ├── LimitExceeded            a :class:`~toolstitch.Limits` bound was exceeded
+    │       ├── LateFragment             text arrived after the call was sealed
+    │       └── CallIncomplete           the stream ended before the call was sealed
+    └── UserWarning
+        └── RecordingWarning             a recording could not be written (the stream went on)
+
+Errors *raised* to the caller are :class:`IncompleteStreamError`, :class:`HistoryError`,
+:class:`CallNotReadyError` and :class:`RecordingFormatError`. The :class:`ToolCallError` family is
+*recorded* on a call (``call.error``): they are exceptions so a user can ``raise call.error`` in their
+own loop, but toolstitch never raises them into the user's iteration, since a bad call must not stop
+the stream. Every call error keeps ``raw``: the argument text as received (or a bounded sample of it),
+because the first thing anyone needs when a tool call goes wrong is the exact text the provider sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .core._call import ToolCall
+    from .history._validate import HistoryProblem
+
+__all__ = [
+    "ArgumentsNotAnObject",
+    "CallIncomplete",
+    "CallNotReadyError",
+    "EmptyArguments",
+    "HistoryError",
+    "InBandError",
+    "IncompleteStreamError",
+    "LateFragment",
+    "LimitExceeded",
+    "MalformedArguments",
+    "MalformedChunk",
+    "MissingName",
+    "RecordedError",
+    "RecordingFormatError",
+    "RecordingWarning",
+    "SchemaViolation",
+    "ToolCallError",
+    "ToolstitchError",
+    "UnknownTool",
+]
+
+
+class ToolstitchError(Exception):
+    """Base class of every error toolstitch raises or records."""
+
+
+class IncompleteStreamError(ToolstitchError):
+    """The stream ended before every choice received a ``finish_reason``.
+
+    Raised by ``get_final_completion()``. ``partial`` is the completion as far as it arrived (built
+    without validation, since a choice without ``finish_reason`` is not a valid ``ChatCompletion``);
+    ``tool_calls`` are the calls of all choices, none of them ``ready`` unless its choice was sealed.
+    """
+
+    def __init__(self, message: str, *, partial: Any, tool_calls: list[ToolCall]) -> None:
+        super().__init__(message)
+        self.partial = partial
+        self.tool_calls = tool_calls
+
+
+class ToolCallError(ToolstitchError):
+    """Why a tool call is ``invalid``. ``raw`` keeps the received argument text (or a sample)."""
+
+    #: A stable, machine-readable code, e.g. ``"malformed_arguments"``.
+    code: str = "tool_call_error"
+
+    def __init__(self, message: str, *, raw: str = "", position: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.raw = raw
+        self.position = position
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.message!r})"
+
+
+class MalformedArguments(ToolCallError):
+    """The arguments are not valid JSON (found by the scanner early, or by the strict parser at seal)."""
+
+    code = "malformed_arguments"
+
+
+class ArgumentsNotAnObject(ToolCallError):
+    """The arguments are valid JSON but not an object; function arguments must be a JSON object."""
+
+    code = "arguments_not_an_object"
+
+
+class EmptyArguments(ToolCallError):
+    """No argument text arrived at all (``""``). Never silently read as ``{}``."""
+
+    code = "empty_arguments"
+
+
+class MissingName(ToolCallError):
+    """The call was sealed without a function name, so it cannot be dispatched."""
+
+    code = "missing_name"
+
+
+class UnknownTool(ToolCallError):
+    """The model named a function that the request's ``tools`` did not offer."""
+
+    code = "unknown_tool"
+
+
+class SchemaViolation(ToolCallError):
+    """The arguments parse, but do not satisfy the tool's JSON Schema. ``errors`` lists every problem."""
+
+    code = "schema_violation"
+
+    def __init__(self, message: str, *, raw: str = "", errors: list[str] | None = None) -> None:
+        super().__init__(message, raw=raw)
+        self.errors = errors or []
+
+
+class LimitExceeded(ToolCallError):
+    """A :class:`~toolstitch.Limits` bound was exceeded; ``raw`` holds a bounded sample only."""
+
+    code = "limit_exceeded"
+
+    def __init__(self, message: str, *, raw: str = "", limit: str = "", value: int = 0) -> None:
+        super().__init__(message, raw=raw)
+        self.limit = limit
+        self.value = value
+
+
+class LateFragment(ToolCallError):
+    """A non-empty fragment arrived for a call that was already sealed; the call was not changed."""
+
+    code = "late_fragment"
+
+
+class CallIncomplete(ToolCallError):
+    """The stream ended or failed before the call was sealed; its text may be truncated."""
+
+    code = "incomplete"
+
+
+class InBandError(ToolstitchError):
+    """A chunk carried an ``error`` field: the server reported a failure inside the stream (Q27).
+
+    The SDK raises ``openai.APIError`` for such an event before toolstitch sees it; this error ends
+    the input when chunks are fed by hand (replays, other transports), so that no open call can
+    become ``ready``. ``body`` is the error value as sent (an object or a string).
+    """
+
+    def __init__(self, body: Any) -> None:
+        message = body.get("message") if isinstance(body, dict) else body
+        super().__init__(f"in-band error: {message if isinstance(message, str) else body!r}")
+        self.body = body
+
+
+class MalformedChunk(ToolstitchError, ValueError):
+    """A chunk that is not an object at all. Raised and caught inside the core, which records it as an
+    anomaly; it never reaches the user's loop."""
+
+
+class HistoryError(ToolstitchError):
+    """The history would be rejected; ``problems`` lists every problem found (warnings too)."""
+
+    def __init__(self, problems: Sequence[HistoryProblem]) -> None:
+        self.problems = list(problems)
+        errors = sum(p.severity == "error" for p in self.problems)
+        lines = "\n".join(f"  {p}" for p in self.problems)
+        super().__init__(f"invalid history: {errors} error(s)\n{lines}")
+
+
+class CallNotReadyError(ToolstitchError):
+    """A tool message was asked for a call that must not have been executed.
+
+    A call that is ``invalid``, ``incomplete`` or still ``open`` never ran, so it has no result.
+    Answer it with an explicit error instead: ``tool_message(call, error=call_error_text(call))``.
+    """
+
+    def __init__(self, message: str, *, call: Any, status: str) -> None:
+        super().__init__(message)
+        self.call = call
+        self.status = status
+
+
+class RecordingFormatError(ToolstitchError, ValueError):
+    """The file is neither a toolstitch recording nor an SSE body (or is damaged beyond reading)."""
+
+
+class RecordedError(ToolstitchError):
+    """The error the recorded stream ended with, rebuilt from the recording.
+
+    ``type_name`` is the original exception's class name (``APIConnectionError``, ``APIError`` …);
+    ``body`` the provider's error object when there was one.
+    """
+
+    def __init__(
+        self, message: str, *, type_name: str, body: Any = None, status_code: int | None = None
+    ) -> None:
+        super().__init__(f"{type_name}: {message}")
+        self.message = message
+        self.type_name = type_name
+        self.body = body
+        self.status_code = status_code
+
+    def data(self) -> dict[str, Any]:
+        """Plain data for reports."""
+        out: dict[str, Any] = {"type": self.type_name, "message": self.message}
+        if self.status_code is not None:
+            out["status_code"] = self.status_code
+        if self.body is not None:
+            out["body"] = self.body
+        return out
+
+
+class RecordingWarning(UserWarning):
+    """A recording could not be written; the stream itself was not affected."""

@@ -1,0 +1,57 @@
+"""Every event toolstitch hands out, in one public module.
+
+Stream events come from :meth:`~toolstitch.Accumulator.feed` and ``stream.events()``; run events
+from ``ts.run(..., on_event=...)``. They are frozen dataclasses: match on their class.
+"""
+
+from __future__ import annotations
+
+from .core._events import (
+    AnomalyRecorded,
+    ArgumentsComplete,
+    ArgumentsDelta,
+    ArgumentsMalformed,
+    ChoiceFinished,
+    ContentDelta,
+    Event,
+    ReasoningDelta,
+    RefusalDelta,
+    StreamEnded,
+    ToolCallIncomplete,
+    ToolCallInvalid,
+    ToolCallReady,
+    ToolCallStarted,
+)
+from .loop._run import (
+    CallDispatched,
+    CallFinished,
+    RequestRetried,
+    ResponseReceived,
+    RunEvent,
+    StepFinished,
+    StepStarted,
+)
+
+__all__ = [
+    "AnomalyRecorded",
+    "ArgumentsComplete",
+    "ArgumentsDelta",
+    "ArgumentsMalformed",
+    "CallDispatched",
+    "CallFinished",
+    "ChoiceFinished",
+    "ContentDelta",
+    "Event",
+    "ReasoningDelta",
+    "RefusalDelta",
+    "RequestRetried",
+    "ResponseReceived",
+    "RunEvent",
+    "StepFinished",
+    "StepStarted",
+    "StreamEnded",
+    "ToolCallIncomplete",
+    "ToolCallInvalid",
+    "ToolCallReady",
+    "ToolCallStarted",
+]

@@ -1,0 +1,70 @@
+"""History turns the next request accepts: builders, an offline validator, and explicit repair.
+
+After a tool call, the next request must carry the assistant message with its ``tool_calls`` and
+one ``tool`` message per call. A history that breaks the server's rules earns a 400 on every later
+request, because the broken turn stays in the saved history. The rules enforced here (ids from
+``research/history-rules.md``; the table with their dialects is in :mod:`._dialects`):
+
+* H01-H04  a ``tool`` message answers a call declared by the assistant message directly before its
+  run of tool messages; every declared call is answered before the next non-tool message.
+* H05      results come in declared order (an error where templates pair results by position).
+* H06/H07  ``tool_call_id`` present and unique.
+* H08-H13  assistant content, non-empty ``tool_calls``, string ``arguments``, ``type``/``id``/
+  ``function`` present, id length, function-name pattern.
+* H18-H20  tool content is text; legacy ``function`` messages; message ``name`` pattern.
+* dialect rules: Azure's ``content`` key (H23), Anthropic's id pattern and empty content (H29, H32),
+  Mistral's 9-character ids, role order and strict schema (H35-H39, H70), Gemini's names and
+  thought signatures (H45-H47), DeepSeek's ``reasoning_content`` (H62), local servers' JSON
+  arguments and non-null content (H73, H82, H84). Request-level rules (H14-H17, H30, H31, H34) are
+  checked by :func:`validate_request`.
+
+Three promises hold everywhere in this package: the ``arguments`` text is never re-serialised or
+changed; the input is never mutated; every repair is reported.
+
+What lives where, so that each concern can be read (and changed) on its own:
+
+* :mod:`._build`     builders: ``assistant_message``, ``tool_message``, ``tool_messages``,
+  ``call_error_text``.
+* :mod:`._validate`  the validator: ``validate_history``, ``validate_request``,
+  ``ensure_valid_history``, ``HistoryProblem`` and the ``_Checker`` that runs
+  the rules.
+* :mod:`._repair`    repair: ``repair_history``, ``RepairReport``, ``RepairChange``,
+  ``NOT_EXECUTED``. It depends on the validator (it re-validates what it returns), never the
+  other way round.
+* :mod:`._dialects`  the rule table and per-provider dialects.
+* :mod:`._common`    what more than one of them needs: reading input as the SDK sends it, a
+  message's ``tool_calls``, and the shape of a tool message.
+
+Import from this package (``toolstitch.history``), not from the modules inside it. Its errors
+(``HistoryError``, ``CallNotReadyError``) live in :mod:`toolstitch.errors` with every other.
+"""
+
+from __future__ import annotations
+
+from ._build import assistant_message, call_error_text, tool_message, tool_messages
+from ._dialects import DIALECT_NAMES, Dialect, get_dialect
+from ._repair import NOT_EXECUTED, RepairChange, RepairReport, repair_history
+from ._validate import (
+    HistoryProblem,
+    ensure_valid_history,
+    validate_history,
+    validate_request,
+)
+
+__all__ = [
+    "DIALECT_NAMES",
+    "NOT_EXECUTED",
+    "Dialect",
+    "HistoryProblem",
+    "RepairChange",
+    "RepairReport",
+    "assistant_message",
+    "call_error_text",
+    "ensure_valid_history",
+    "get_dialect",
+    "repair_history",
+    "tool_message",
+    "tool_messages",
+    "validate_history",
+    "validate_request",
+]

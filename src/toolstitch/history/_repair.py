@@ -1,0 +1,296 @@
+"""Explicit repair: a fixed copy of a history and a report of every change made.
+
+``repair_history`` fixes what it can without inventing facts and re-validates the result with
+:func:`~toolstitch._history._validate.validate_history`, so ``RepairReport.remaining`` is exactly
+what the validator still finds.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ._common import _MISSING, Message, _plain, _tool_calls, _tool_dict
+from ._dialects import Dialect, get_dialect
+from ._validate import HistoryProblem, validate_history
+
+Action = Literal["dropped", "moved", "reordered", "inserted", "rewrote_id", "fixed"]
+
+#: The content of the tool message :func:`repair_history` inserts for a call that has no result.
+NOT_EXECUTED = "Error: not executed. No result was recorded for this tool call; do not assume it ran."
+
+
+@dataclass(frozen=True)
+class RepairChange:
+    """One change :func:`repair_history` made. ``index`` is the message's position in the input
+    (``None`` for an inserted message), ``new_index`` in the output (``None`` when dropped)."""
+
+    action: Action
+    rule: str
+    index: int | None
+    new_index: int | None
+    detail: str
+
+    def __str__(self) -> str:
+        old = "new" if self.index is None else f"#{self.index}"
+        new = "dropped" if self.new_index is None else f"#{self.new_index}"
+        return f"{old} -> {new} {self.rule} {self.action}: {self.detail}"
+
+
+@dataclass(frozen=True)
+class RepairReport:
+    """Every change made, and the problems left that repair cannot fix without inventing facts
+    (bad function names or arguments, Mistral's role order, ...)."""
+
+    changes: tuple[RepairChange, ...] = ()
+    remaining: tuple[HistoryProblem, ...] = ()
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.changes)
+
+    @property
+    def ok(self) -> bool:
+        """True when the repaired history has no errors left (warnings may remain)."""
+        return not any(p.severity == "error" for p in self.remaining)
+
+    def __str__(self) -> str:
+        lines = [str(c) for c in self.changes] or ["no changes"]
+        lines += [f"remaining: {p}" for p in self.remaining]
+        return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------- repair
+
+
+@dataclass
+class _Item:
+    """A message being repaired: its copy, where it came from, and what happened to it."""
+
+    msg: Any
+    src: int | None
+    out: int | None = None
+    dropped: bool = False
+
+
+@dataclass
+class _Slot:
+    """One declared call and the tool message assigned to answer it."""
+
+    owner: _Item
+    call: dict[str, Any]
+    result: _Item | None = None
+
+
+class _Repair:
+    def __init__(self, messages: Sequence[Any], d: Dialect) -> None:
+        self.d = d
+        self.items = [_Item(copy.deepcopy(_plain(m)), i) for i, m in enumerate(messages)]
+        self.log: list[tuple[Action, str, _Item, str]] = []
+        self.slots: dict[int, list[_Slot]] = {}  # id(owner item) -> its slots
+
+    def note(self, action: Action, rule: str, item: _Item, detail: str) -> None:
+        self.log.append((action, rule, item, detail))
+
+    def run(self) -> tuple[list[Message], RepairReport]:
+        for item in self.items:
+            if isinstance(item.msg, dict):
+                self.fix_message(item)
+        self.echo_reasoning()
+        self.assign()
+        self.rewrite_ids()
+        out = self.rebuild()
+        changes = tuple(
+            RepairChange(action, rule, item.src, item.out, detail) for action, rule, item, detail in self.log
+        )
+        return out, RepairReport(changes, tuple(validate_history(out, self.d)))
+
+    # -- one message ------------------------------------------------------------------------
+
+    def fix_message(self, item: _Item) -> None:
+        m: dict[str, Any] = item.msg
+        role = m.get("role")
+        d = self.d
+        if d.strict_keys is not None and isinstance(role, str):
+            self.drop_keys(item, m, d.strict_keys.get(role), "")
+        if role != "assistant":
+            return
+        calls = m.get("tool_calls")
+        if isinstance(calls, list) and not calls:
+            del m["tool_calls"]
+            self.note("fixed", "H09", item, "removed an empty tool_calls list")
+        for k, call in enumerate(_tool_calls(m)):
+            if not isinstance(call, dict):
+                continue
+            if d.strict_keys is not None:
+                self.drop_keys(item, call, d.strict_keys.get("tool_call"), f"tool_calls[{k}].")
+                if isinstance(call.get("function"), dict):
+                    where = f"tool_calls[{k}].function."
+                    self.drop_keys(item, call["function"], d.strict_keys.get("function"), where)
+            if "type" not in call and isinstance(call.get("function"), dict):
+                call["type"] = "function"
+                self.note("fixed", "H11", item, f'added "type": "function" to tool call {k}')
+        content = m.get("content", _MISSING)
+        if _tool_calls(m):
+            if content is _MISSING:
+                m["content"] = d.empty_content
+                self.note("fixed", "H23", item, f"added content {d.empty_content!r}")
+            elif content is None and d.empty_content == "":
+                m["content"] = ""
+                self.note("fixed", "H82" if d.name != "ollama" else "H84", item, "content null -> ''")
+            elif content == "" and d.name == "anthropic-compat":
+                m["content"] = None
+                self.note("fixed", "H32", item, "content '' -> null next to tool_calls")
+        elif m.get("function_call") is None:
+            empty = content is _MISSING or content is None
+            empty_text = content == "" and (
+                d.name == "mistral" or (d.name == "anthropic-compat" and item is not self.items[-1])
+            )
+            if (empty or empty_text) and not m.get("refusal"):
+                item.dropped = True
+                self.note(
+                    "dropped",
+                    "H39" if d.name == "mistral" else "H08",
+                    item,
+                    "an assistant message with neither content nor tool calls",
+                )
+            elif empty:
+                m["content"] = ""
+                self.note("fixed", "H08", item, "content null -> '' (the message has a refusal)")
+
+    def drop_keys(
+        self, item: _Item, data: dict[str, Any], allowed: frozenset[str] | None, where: str
+    ) -> None:
+        if allowed is None:
+            return
+        extra = [key for key in data if key not in allowed]
+        for key in extra:
+            del data[key]
+        if extra:
+            names = ", ".join(f"{where}{key}" for key in extra)
+            self.note("fixed", "H70", item, f"removed fields {self.d.label} rejects: {names}")
+
+    def echo_reasoning(self) -> None:
+        """DeepSeek thinking mode: every tool-call turn must carry ``reasoning_content`` (H62).
+        A turn that lost it gets ``""``, which DeepSeek accepts for a turn without reasoning."""
+        live = [i for i in self.items if isinstance(i.msg, dict) and not i.dropped]
+        if self.d.name != "deepseek" or not any(i.msg.get("reasoning_content") is not None for i in live):
+            return
+        for item in live:
+            if _tool_calls(item.msg) and item.msg.get("reasoning_content") is None:
+                item.msg["reasoning_content"] = ""
+                self.note("fixed", "H62", item, "added reasoning_content ''")
+
+    # -- pairing ----------------------------------------------------------------------------
+
+    def assign(self) -> None:
+        """Give each tool message the declared call it answers, or mark it dropped."""
+        open_slots: dict[str, list[_Slot]] = {}
+        current: _Item | None = None  # the assistant whose contiguous tool run we are in
+        for item in self.items:
+            m = item.msg
+            if item.dropped:
+                continue
+            if not (isinstance(m, dict) and m.get("role") == "tool"):
+                calls = [c for c in _tool_calls(m) if isinstance(c, dict)] if isinstance(m, dict) else []
+                current = item if calls else None
+                slots = self.slots[id(item)] = [_Slot(item, c) for c in calls]
+                for slot in slots:
+                    call_id = slot.call.get("id")
+                    if isinstance(call_id, str) and call_id:
+                        open_slots.setdefault(call_id, []).append(slot)
+                continue
+            call_id = m.get("tool_call_id")
+            if not isinstance(call_id, str) or not call_id:
+                self.drop(item, "H07", "a tool message without tool_call_id")
+                continue
+            waiting = [s for s in open_slots.get(call_id, []) if s.result is None]
+            here = [s for s in waiting if s.owner is current]
+            if here:
+                here[0].result = item
+            elif waiting:
+                waiting[-1].result = item
+                owner = waiting[-1].owner.src
+                self.note("moved", "H04", item, f"result for {call_id!r} moved after #{owner}")
+            elif open_slots.get(call_id):
+                self.drop(item, "H06", f"a second result for {call_id!r}")
+            else:
+                self.drop(item, "H01", f"a result for {call_id!r}, which no earlier call declared")
+
+    def drop(self, item: _Item, rule: str, detail: str) -> None:
+        item.dropped = True
+        self.note("dropped", rule, item, detail)
+
+    def rewrite_ids(self) -> None:
+        """Ids the dialect rejects, missing ids and repeated ids get new ones, on both sides."""
+        used: set[str] = set()
+        d = self.d
+        for item in self.items:
+            for k, slot in enumerate(self.slots.get(id(item), [])):
+                old = slot.call.get("id")
+                new = d.normalize_id(old) if isinstance(old, str) and old else None
+                rule = {"mistral": "H35", "anthropic": "H29"}.get(d.id_style, "H12")
+                if new is None:
+                    rule = "H11"
+                elif new in used:
+                    rule = "H06"
+                if new is None or new in used:
+                    new = d.fresh_id(f"{item.src}:{k}:{old}", used)
+                used.add(new)
+                if new == old:
+                    continue
+                slot.call["id"] = new
+                if slot.result is not None:
+                    slot.result.msg["tool_call_id"] = new
+                self.note("rewrote_id", rule, item, f"tool call id {old!r} -> {new!r}")
+
+    def rebuild(self) -> list[Message]:
+        out: list[Any] = []
+        for item in self.items:
+            m = item.msg
+            if item.dropped or (isinstance(m, dict) and m.get("role") == "tool"):
+                continue
+            item.out = len(out)
+            out.append(m)
+            slots = self.slots.get(id(item), [])
+            results = [s.result for s in slots if s.result is not None]
+            if [r.src for r in results] != sorted(r.src for r in results if r.src is not None):
+                self.note("reordered", "H05", item, "tool results put in declared order")
+            for slot in slots:
+                if slot.result is None:
+                    slot.result = _Item(self.not_executed(slot.call), None)
+                    call_id = slot.call.get("id")
+                    self.note("inserted", "H03", slot.result, f"'not executed' result for {call_id!r}")
+                slot.result.out = len(out)
+                out.append(slot.result.msg)
+        return out
+
+    def not_executed(self, call: Mapping[str, Any]) -> Message:
+        body = call.get("function") or call.get("custom") or {}
+        name = body.get("name") if isinstance(body, Mapping) else None
+        return _tool_dict(str(call.get("id")), NOT_EXECUTED, name, self.d)
+
+
+def repair_history(
+    messages: Sequence[Any], dialect: str | Dialect = "openai"
+) -> tuple[list[Message], RepairReport]:
+    """A copy of ``messages`` with what can be fixed without inventing facts fixed, and a report.
+
+    * tool results are moved directly after the assistant message that declared them, in declared
+      order (H04, H05);
+    * tool messages that answer nothing (orphans, second results, no ``tool_call_id``) are dropped
+      (H01, H02, H06, H07);
+    * a declared call with no result gets an explicit error result, :data:`NOT_EXECUTED` (H03);
+    * ids the dialect rejects, and repeated or missing ids, are rewritten on the call and its result
+      together (H06, H11, H12, H29, H35);
+    * shape fixes: empty ``tool_calls`` removed (H09), ``type`` added (H11), content made what the
+      dialect needs (H08, H23, H32, H82, H84), fields Mistral rejects removed (H70), empty
+      ``reasoning_content`` for DeepSeek (H62); assistant messages with nothing in them dropped.
+
+    Arguments, function names and results are never changed, and ``messages`` is never mutated.
+    What cannot be fixed stays, listed in ``report.remaining``.
+    """
+    d = get_dialect(dialect)
+    return _Repair(messages, d).run()

@@ -1,0 +1,813 @@
+"""The run loop: stream, seal, gate, execute, append results, ask again.
+
+``run`` (sync) and ``arun`` (async) are thin twins over one shared core: ``_Loop`` holds the run's
+state and ``_Turn`` one step's, and every decision and all bookkeeping live there. The twins hold only
+the I/O (sending the request, reading the stream, executing the calls, sleeping between attempts), so
+they cannot drift apart. One step is:
+
+1. stream a request with ``tools=box.definitions()`` through a ``ts.wrap``-ped client (the caller's
+   client is wrapped when it is not already), retrying with tenacity when the request fails before
+   any call was sealed;
+2. append ``assistant_message(completion)``;
+3. gate and execute every call of choice 0 (one result per call, even refused ones, so the history
+   stays valid), and append their tool messages in declared order;
+4. stop when a step has no tool calls, after ``max_steps``, or when a tool's arguments were still
+   invalid after ``max_corrections`` corrective rounds.
+
+What can never happen: a call executed from a stream that did not finish (rule 4 of the design); a
+call executed twice because a request was retried (calls run only after their stream succeeded, and
+the ledger answers a call id it has seen finish); a tool's exception escaping (unless
+``raise_tool_errors``).
+
+**Eager dispatch** (``eager=True``): a call to a ``read_only`` tool starts as soon as its arguments
+are a complete, schema-valid JSON value, while the model is still streaming the rest. When the stream
+is sealed, the result is used only if the sealed call is admitted with exactly the same text;
+otherwise, and whenever the stream fails, it is cancelled and discarded.
+
+**Resuming.** When ``messages`` ends with an assistant message whose calls are not all answered (a
+run that was interrupted after saving it), those calls are executed first, through the ledger: with
+the same :class:`~toolstitch.SQLiteLedger`, calls that finished before the interruption are not run
+again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypedDict
+
+import openai
+import tenacity
+from openai import AsyncOpenAI, OpenAI
+from openai.types.chat import ChatCompletion
+
+from ..client._wrap import WrappedClient, wrap
+from ..core._accumulator import Accumulator
+from ..core._anomaly import Anomaly
+from ..core._call import ToolCall, now, parse_arguments
+from ..errors import IncompleteStreamError
+from ..history import assistant_message
+from ..history._dialects import Dialect, get_dialect
+from ..tools import Toolbox
+from ..tools._executor import Started, ToolResult, aexecute, astart_early, execute, start_early
+from ..tools._gate import Admission, check_arguments
+from ..tools._ledger import Ledger
+
+__all__ = [
+    "CallDispatched",
+    "CallFinished",
+    "RequestRetried",
+    "ResponseReceived",
+    "RetryPolicy",
+    "RunEvent",
+    "RunResult",
+    "Step",
+    "StepFinished",
+    "StepStarted",
+    "StepTimings",
+    "arun",
+    "run",
+]
+
+logger = logging.getLogger("toolstitch")
+
+StopReason = Literal["done", "max_steps", "max_corrections"]
+# Refusals that the model can fix by sending a better call: they count as corrective rounds.
+_CORRECTABLE = frozenset({"invalid_arguments", "not_ready", "unknown_tool"})
+
+
+# ----------------------------------------------------------------------------- results and events
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How failed requests are retried (exponential backoff with jitter, via tenacity).
+
+    ``attempts`` counts the first try (1 disables retrying). Waits grow from ``initial`` by
+    ``multiplier`` up to ``maximum`` seconds, plus up to ``jitter`` seconds; a ``Retry-After`` header
+    on a 429/503 is honoured up to ``maximum``.
+    """
+
+    attempts: int = 4
+    initial: float = 0.5
+    maximum: float = 8.0
+    multiplier: float = 2.0
+    jitter: float = 0.25
+
+    def __post_init__(self) -> None:
+        if self.attempts < 1:
+            raise ValueError("RetryPolicy.attempts must be at least 1")
+        if min(self.initial, self.maximum, self.jitter) < 0 or self.multiplier < 1:
+            raise ValueError("RetryPolicy waits must be >= 0 and multiplier >= 1")
+
+
+@dataclass(slots=True)
+class StepTimings:
+    """Where one step's time went (seconds).
+
+    ``first_chunk``   from sending the (successful) request to its first chunk
+    ``arguments``     from sending it to the moment the last call's arguments were complete
+    ``streaming``     from sending it to the end of its stream
+    ``validation``    spent in the gate, all calls together
+    ``confirmation``  spent waiting for approvals, all calls together
+    ``execution``     from the end of the stream to the moment every result was ready
+    ``total``         the whole step, failed attempts and backoff included
+    ``attempts``      requests sent (1 when the first one succeeded)
+    """
+
+    first_chunk: float | None = None
+    arguments: float | None = None
+    streaming: float | None = None
+    validation: float = 0.0
+    confirmation: float = 0.0
+    execution: float | None = None
+    total: float = 0.0
+    attempts: int = 0
+
+    def add_calls(self, calls: Sequence[ToolCall], results: Sequence[ToolResult], sent_at: float) -> None:
+        """Fill the per-call parts of the breakdown from the calls and their results."""
+        complete = [c.metrics.arguments_complete_at for c in calls if c.metrics.arguments_complete_at]
+        if complete:
+            self.arguments = max(complete) - sent_at
+        self.validation = sum(r.timings.validation for r in results)
+        self.confirmation = sum(r.timings.confirmation for r in results)
+
+
+@dataclass(slots=True)
+class Step:
+    """One round trip: the completion, its calls (with their status) and their results.
+
+    A step that resumes the unanswered calls of the input ``messages`` has ``completion=None``.
+    """
+
+    index: int
+    completion: ChatCompletion | None
+    calls: list[ToolCall]
+    results: list[ToolResult]
+    timings: StepTimings
+    anomalies: list[Anomaly] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class RunResult:
+    """What :func:`run` returns.
+
+    ``messages``     the whole history (input and new turns), valid by ``ts.validate_history``
+    ``completion``   the last ``ChatCompletion``
+    ``steps``        per step: calls, their status, results, timings
+    ``stop_reason``  ``"done"`` (a step without tool calls), ``"max_steps"``, ``"max_corrections"``
+    """
+
+    messages: list[Any]
+    completion: ChatCompletion | None
+    steps: list[Step]
+    stop_reason: StopReason
+
+    @property
+    def results(self) -> list[ToolResult]:
+        """Every tool result of the run, in order."""
+        return [r for s in self.steps for r in s.results]
+
+
+@dataclass(frozen=True, slots=True)
+class StepStarted:
+    """A step is about to send its request."""
+
+    step: int
+
+
+@dataclass(frozen=True, slots=True)
+class RequestRetried:
+    """A request failed before any call was sealed; it is sent again after ``wait`` seconds."""
+
+    step: int
+    attempt: int
+    error: BaseException
+    wait: float
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseReceived:
+    """The stream is sealed and ``message`` was appended to the history: save it here to resume an
+    interrupted run (its calls have not run yet)."""
+
+    step: int
+    completion: ChatCompletion
+    message: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class CallDispatched:
+    """A call passed the gate and started (``eager``: before its stream was sealed)."""
+
+    step: int
+    call: ToolCall
+    eager: bool
+
+
+@dataclass(frozen=True, slots=True)
+class CallFinished:
+    """A call has its result (run, refused, reused, timed out); ``result.timings`` has the breakdown."""
+
+    step: int
+    result: ToolResult
+
+
+@dataclass(frozen=True, slots=True)
+class StepFinished:
+    """A step is over; ``step.timings`` has the breakdown."""
+
+    step: Step
+
+
+RunEvent = StepStarted | RequestRetried | ResponseReceived | CallDispatched | CallFinished | StepFinished
+EventHook = Callable[[RunEvent], None]
+
+
+# ----------------------------------------------------------------------------- shared helpers
+
+
+def _is_retryable(exc: BaseException) -> bool:
+    """Connection errors, 408/409/429/5xx, in-band stream errors, streams that ended unfinished."""
+    if isinstance(exc, IncompleteStreamError | openai.APIConnectionError):
+        return True
+    if isinstance(exc, openai.APIStatusError):
+        return exc.status_code in (408, 409, 429) or exc.status_code >= 500
+    return isinstance(exc, openai.APIError)  # an error event inside the stream
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    if headers is None:
+        return None
+    value = headers.get("retry-after")
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+class _Wait(tenacity.wait.wait_base):
+    """Exponential backoff with jitter, stretched to a server's Retry-After (up to ``maximum``).
+
+    The formula is written out rather than taken from ``tenacity.wait_exponential_jitter``, whose
+    parameters changed between tenacity releases.
+    """
+
+    def __init__(self, policy: RetryPolicy) -> None:
+        self.policy = policy
+
+    def __call__(self, retry_state: tenacity.RetryCallState) -> float:
+        p = self.policy
+        exponent = max(0, retry_state.attempt_number - 1)
+        try:
+            backoff = min(p.maximum, p.initial * p.multiplier**exponent)
+        except OverflowError:
+            backoff = p.maximum
+        wait = backoff + random.uniform(0, p.jitter)
+        outcome = retry_state.outcome
+        error = outcome.exception() if outcome is not None else None
+        hinted = _retry_after(error) if error is not None else None
+        if hinted is not None:
+            wait = max(wait, min(hinted, p.maximum))
+        return wait
+
+
+class _Loop:
+    """State shared by both twins: history, ledger keys, steps, corrections, events."""
+
+    def __init__(
+        self,
+        *,
+        messages: Sequence[Any],
+        toolbox: Toolbox,
+        max_steps: int,
+        ledger: Ledger | None,
+        retry: RetryPolicy | None,
+        max_corrections: int,
+        eager: bool,
+        on_event: EventHook | None,
+        raise_tool_errors: bool,
+        dialect: str | Dialect,
+        create_kwargs: dict[str, Any],
+    ) -> None:
+        if max_steps < 1:
+            raise ValueError("max_steps must be at least 1")
+        if max_corrections < 0:
+            raise ValueError("max_corrections must be >= 0")
+        for key in ("stream", "tools", "messages", "model"):
+            if key in create_kwargs:
+                raise TypeError(f"run() sets {key!r} itself; do not pass it")
+        self.history: list[Any] = list(messages)
+        self.box = toolbox
+        self.max_steps = max_steps
+        self.ledger = ledger if ledger is not None else Ledger()
+        self.policy = retry if retry is not None else RetryPolicy()
+        self.max_corrections = max_corrections
+        self.eager = eager and any(t.eager for t in toolbox)
+        self.on_event = on_event
+        self.raise_tool_errors = raise_tool_errors
+        self.dialect = dialect
+        self.create_kwargs = create_kwargs
+        self.definitions = toolbox.definitions()
+        self.steps: list[Step] = []
+        self.corrections: Counter[str] = Counter()
+        self.completion: ChatCompletion | None = None
+        self.renamed: dict[str, str] = {}  # ids of the current step rewritten in the history
+
+    # -- events --------------------------------------------------------------------------------
+
+    def emit(self, event: RunEvent) -> None:
+        if self.on_event is not None:
+            self.on_event(event)
+
+    def hooks(self, step: int) -> tuple[Callable[[ToolCall, bool], None], Callable[[ToolResult], None]]:
+        def on_start(call: ToolCall, eager: bool) -> None:
+            if not eager:  # eager calls were announced when they really started
+                self.emit(CallDispatched(step, call, False))
+
+        def on_result(result: ToolResult) -> None:
+            self.emit(CallFinished(step, result))
+
+        return on_start, on_result
+
+    def request_kwargs(self) -> dict[str, Any]:
+        kwargs = dict(self.create_kwargs)
+        kwargs["messages"] = list(self.history)
+        if self.definitions:  # tools: [] is rejected (H16): omit the key instead
+            kwargs["tools"] = self.definitions
+        kwargs["stream"] = True
+        return kwargs
+
+    # -- eager dispatch ------------------------------------------------------------------------
+
+    def eager_candidate(self, call: ToolCall, seen: set[int]) -> Admission | None:
+        """An admission for a call whose arguments just became complete, if it may start now."""
+        if id(call) in seen or call.status != "open" or not call.scanner.complete:
+            return None
+        if call.scanner.error is not None or not call.id:
+            return None
+        seen.add(id(call))
+        t = self.box.get(call.name)
+        if t is None or not t.eager or not t.read_only or t.confirm:
+            return None
+        parsed, error = parse_arguments(call.arguments)
+        if error is not None:
+            return None
+        verdict = check_arguments(t.name, t, parsed)
+        return verdict if isinstance(verdict, Admission) else None
+
+    # -- after the stream ----------------------------------------------------------------------
+
+    def adopt_message(self, message: dict[str, Any], calls: Sequence[ToolCall]) -> list[str]:
+        """Make the new assistant message's call ids unique in the history; return each call's id
+        as the history carries it (also its ledger key).
+
+        Some providers reuse ids across turns (TGI and SGLang send ``"0"``; quirk Q39), and every
+        server rejects a history that answers one id twice (H06). A reused id gets a fresh one, in
+        the assistant message and in its tool message alike; the call objects keep what the provider
+        sent. Keying the ledger by the history's id keeps a resumed run (which reads ids back from
+        the saved history) on the same keys.
+        """
+        d = get_dialect(self.dialect)
+        taken: set[str] = set()
+        for earlier in self.history:
+            data = _plain(earlier)
+            if isinstance(data.get("tool_call_id"), str):
+                taken.add(data["tool_call_id"])
+            for c in data.get("tool_calls") or []:
+                if isinstance(_plain(c).get("id"), str):
+                    taken.add(_plain(c)["id"])
+        renamed: dict[str, str] = {}
+        for c in message.get("tool_calls") or []:
+            call_id = c.get("id")
+            if isinstance(call_id, str) and call_id in taken:
+                fresh = d.fresh_id(f"{call_id}:{len(self.history)}", taken)
+                logger.warning(
+                    "the provider reused tool call id %r from an earlier turn; it is %r in the history",
+                    call_id,
+                    fresh,
+                )
+                c["id"] = renamed[call_id] = fresh
+            if isinstance(c.get("id"), str):
+                taken.add(c["id"])
+        self.renamed = renamed
+        ids = [d.normalize_id(c.id or "") for c in calls]
+        return [renamed.get(i, i) for i in ids]
+
+    def append_results(self, results: Sequence[ToolResult]) -> None:
+        for r in results:
+            message = r.to_message(self.dialect)
+            message["tool_call_id"] = self.renamed.get(message["tool_call_id"], message["tool_call_id"])
+            self.history.append(message)
+
+    def count_corrections(self, results: Sequence[ToolResult]) -> bool:
+        """Count this step's correctable refusals per tool; True when a tool is out of rounds."""
+        names = {r.call.name or "(no name)" for r in results if r.reason in _CORRECTABLE}
+        for name in names:
+            self.corrections[name] += 1
+        return any(self.corrections[n] > self.max_corrections for n in names)
+
+    def pending(self) -> list[ToolCall] | None:
+        """The unanswered calls of a trailing assistant message (a run resumed after a crash)."""
+        last = None
+        for i in range(len(self.history) - 1, -1, -1):
+            data = _plain(self.history[i])
+            role = data.get("role")
+            if role == "tool":
+                continue
+            if role == "assistant" and data.get("tool_calls"):
+                last = i
+            break
+        if last is None:
+            return None
+        answered = {_plain(m).get("tool_call_id") for m in self.history[last + 1 :]}
+        raw = [_plain(c) for c in _plain(self.history[last]).get("tool_calls") or []]
+        todo = [c for c in raw if c.get("id") not in answered]
+        if not todo:
+            return None
+        acc = Accumulator(self.definitions or None)
+        fragments = []
+        for i, c in enumerate(todo):
+            function = _plain(c.get("function") or {})
+            fragments.append(
+                {
+                    "index": i,
+                    "id": c.get("id"),
+                    "type": "function",
+                    "function": {"name": function.get("name"), "arguments": function.get("arguments") or ""},
+                }
+            )
+        delta = {"role": "assistant", "tool_calls": fragments}
+        acc.feed({"choices": [{"index": 0, "delta": delta, "finish_reason": "tool_calls"}]})
+        acc.end()
+        return acc.tool_calls
+
+    def finish_step(
+        self,
+        index: int,
+        completion: ChatCompletion | None,
+        calls: list[ToolCall],
+        results: list[ToolResult],
+        timings: StepTimings,
+        anomalies: list[Anomaly],
+    ) -> Step:
+        step = Step(index, completion, calls, results, timings, anomalies)
+        self.steps.append(step)
+        self.emit(StepFinished(step))
+        return step
+
+    def result(self, stop: StopReason) -> RunResult:
+        return RunResult(self.history, self.completion, self.steps, stop)
+
+    # -- steps ---------------------------------------------------------------------------------
+
+    def step_indices(self) -> range:
+        """The indices of the steps that send a request (after the resumed step 0, if any)."""
+        return range(len(self.steps), len(self.steps) + self.max_steps)
+
+    def begin_step(self, index: int) -> _Turn:
+        """Announce step ``index`` and return its state for the twin that runs it."""
+        self.emit(StepStarted(index))
+        return _Turn(self, index)
+
+    def execute_kwargs(
+        self, index: int, keys: list[str], started: dict[int, Started] | None = None
+    ) -> _ExecuteKwargs:
+        """The keyword arguments of ``execute``/``aexecute`` for the calls of step ``index``."""
+        on_start, on_result = self.hooks(index)
+        return _ExecuteKwargs(
+            ledger=self.ledger,
+            keys=keys,
+            raise_tool_errors=self.raise_tool_errors,
+            started=started,
+            on_start=on_start,
+            on_result=on_result,
+        )
+
+    def resume_kwargs(self, calls: Sequence[ToolCall]) -> _ExecuteKwargs:
+        """For the resumed step 0: the saved history's ids are the ledger keys (see ``adopt_message``)."""
+        return self.execute_kwargs(0, [c.id or "" for c in calls])
+
+    def resumed(self, calls: list[ToolCall], results: list[ToolResult], t0: float) -> None:
+        """Close the resumed step 0 (begun at ``t0``): its tool messages join the history."""
+        self.append_results(results)
+        elapsed = now() - t0
+        self.finish_step(0, None, calls, results, StepTimings(execution=elapsed, total=elapsed), [])
+
+
+class _ExecuteKwargs(TypedDict):
+    """What the run loop passes to ``execute``/``aexecute`` besides the toolbox and the calls."""
+
+    ledger: Ledger
+    keys: list[str]
+    raise_tool_errors: bool
+    started: dict[int, Started] | None
+    on_start: Callable[[ToolCall, bool], None]
+    on_result: Callable[[ToolResult], None]
+
+
+class _Turn:
+    """One step of the loop, between the twins' I/O: its request, attempts, eager calls and timings.
+
+    A twin only sends the request, iterates the stream, starts eager calls, runs the sealed calls
+    and sleeps between attempts (sync or async); every decision and all bookkeeping around those
+    live here, once. The twin sets ``stream`` when a request was sent and ``completion`` when its
+    stream finished.
+    """
+
+    completion: ChatCompletion  # set by the twin when the stream finished
+
+    def __init__(self, loop: _Loop, index: int) -> None:
+        self.loop = loop
+        self.index = index
+        self.t_step = now()
+        self.timings = StepTimings()
+        # The failed attempt had sealed a call: its answer was complete, so it is not asked again.
+        self.sealed = False
+        self.early: dict[int, Started] = {}
+        self.seen: set[int] = set()
+        self.request = loop.request_kwargs()
+        self.stream: Any = None
+        self.t_request = 0.0
+        self.t_end = 0.0
+        self.calls: list[ToolCall] = []
+        self.keys: list[str] = []
+
+    def retrying_kwargs(self) -> dict[str, Any]:
+        """The arguments of ``tenacity.Retrying``/``AsyncRetrying`` (the async twin adds ``sleep``)."""
+        loop, step = self.loop, self.index
+
+        def retryable(exc: BaseException) -> bool:
+            if self.sealed:
+                return False  # the answer was complete before the failure: do not ask again
+            return _is_retryable(exc)
+
+        def before_sleep(retry_state: tenacity.RetryCallState) -> None:
+            outcome = retry_state.outcome
+            error = outcome.exception() if outcome is not None else None
+            wait = retry_state.next_action.sleep if retry_state.next_action is not None else 0.0
+            if error is not None:
+                logger.warning(
+                    "request of step %d failed (%s: %s); retry %d in %.2fs",
+                    step,
+                    type(error).__name__,
+                    error,
+                    retry_state.attempt_number,
+                    wait,
+                )
+                loop.emit(RequestRetried(step, retry_state.attempt_number, error, wait))
+
+        return dict(
+            stop=tenacity.stop_after_attempt(loop.policy.attempts),
+            wait=_Wait(loop.policy),
+            retry=tenacity.retry_if_exception(retryable),
+            before_sleep=before_sleep,
+            reraise=True,
+        )
+
+    def attempt_started(self) -> None:
+        """Called before each request is sent."""
+        self.timings.attempts += 1
+        self.sealed = False
+        self.stream = None
+        self.t_request = now()
+
+    def dispatch_eager(self, start: Callable[[Toolbox, ToolCall, Admission], Started]) -> None:
+        """After each chunk (``eager``): start, with ``start_early``/``astart_early``, the calls
+        whose arguments just became complete and may run before the stream is sealed."""
+        loop = self.loop
+        if not loop.eager:
+            return
+        for call in self.stream.accumulator.tool_calls:
+            admission = loop.eager_candidate(call, self.seen)
+            if admission is not None:
+                self.early[id(call)] = start(loop.box, call, admission)
+                loop.emit(CallDispatched(self.index, call, True))
+
+    def attempt_failed(self) -> None:
+        """The request or its stream failed (the exception is then re-raised to tenacity)."""
+        for handle in self.early.values():
+            handle.cancel()  # the stream failed: results of eager calls are discarded
+        self.early.clear()
+        self.seen.clear()
+        if self.stream is not None:
+            self.sealed = any(c.status in ("ready", "invalid") for c in self.stream.accumulator.calls())
+
+    def received(self) -> StopReason | None:
+        """After the successful attempt: the assistant message joins the history. ``"done"`` (the
+        step is then over) when it has no calls; None when the twin must now run ``calls``."""
+        loop, timings = self.loop, self.timings
+        acc: Accumulator = self.stream.accumulator
+        self.t_end = acc.metrics.ended_at or now()
+        if acc.metrics.first_chunk_at is not None:
+            timings.first_chunk = acc.metrics.first_chunk_at - self.t_request
+        timings.streaming = self.t_end - self.t_request
+        completion = self.completion
+        loop.completion = completion
+        message = assistant_message(completion, dialect=loop.dialect)
+        self.calls = acc.tool_calls
+        self.keys = loop.adopt_message(message, self.calls)
+        loop.history.append(message)
+        loop.emit(ResponseReceived(self.index, completion, message))
+        if self.calls:
+            return None
+        for handle in self.early.values():
+            handle.cancel()
+        timings.total = now() - self.t_step
+        loop.finish_step(self.index, completion, [], [], timings, list(acc.anomalies))
+        return "done"
+
+    def execute_kwargs(self) -> _ExecuteKwargs:
+        """For running ``calls``: keyed as the history carries them, adopting the eager calls."""
+        return self.loop.execute_kwargs(self.index, self.keys, self.early)
+
+    def executed(self, results: list[ToolResult]) -> StopReason | None:
+        """Close the step with the results of its calls; ``"max_corrections"`` when a tool is out of
+        corrective rounds."""
+        loop, timings = self.loop, self.timings
+        loop.append_results(results)
+        timings.execution = now() - self.t_end
+        timings.add_calls(self.calls, results, self.t_request)
+        timings.total = now() - self.t_step
+        anomalies = list(self.stream.accumulator.anomalies)
+        loop.finish_step(self.index, self.completion, self.calls, results, timings, anomalies)
+        return "max_corrections" if loop.count_corrections(results) else None
+
+
+def _plain(value: Any) -> dict[str, Any]:
+    if isinstance(value, Mapping):
+        return dict(value)
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        out = dump()
+        if isinstance(out, dict):
+            return out
+    return {}
+
+
+def _wrapped(client: Any, want_async: bool) -> Any:
+    target = client.unwrapped if isinstance(client, WrappedClient) else client
+    if want_async and not isinstance(target, AsyncOpenAI):
+        raise TypeError("arun() needs an openai.AsyncOpenAI client (use run() for a sync client)")
+    if not want_async and not isinstance(target, OpenAI):
+        raise TypeError("run() needs an openai.OpenAI client (use arun() for an async client)")
+    return client if isinstance(client, WrappedClient) else wrap(client)
+
+
+# ----------------------------------------------------------------------------- sync twin
+
+
+def run(
+    client: Any,
+    *,
+    model: str,
+    messages: Sequence[Any],
+    toolbox: Toolbox,
+    max_steps: int = 8,
+    ledger: Ledger | None = None,
+    retry: RetryPolicy | None = None,
+    max_corrections: int = 2,
+    eager: bool = False,
+    on_event: EventHook | None = None,
+    raise_tool_errors: bool = False,
+    dialect: str | Dialect = "openai",
+    **create_kwargs: Any,
+) -> RunResult:
+    """Run the tool loop with a sync client (``openai.OpenAI`` or a ``ts.wrap``-ped one).
+
+    ``ledger`` defaults to a fresh in-memory :class:`~toolstitch.Ledger`; pass a
+    :class:`~toolstitch.SQLiteLedger` for runs that must survive a restart. ``retry`` defaults to
+    ``RetryPolicy()``. ``on_event`` receives :data:`RunEvent` objects (latency breakdowns included).
+    ``dialect`` shapes the history for the target server (see ``ts.assistant_message``). Other
+    keyword arguments go to ``chat.completions.create``.
+
+    ``max_steps`` counts requests to the model; resuming the unanswered calls of ``messages`` (see the
+    module docs) is an extra step 0 with no request.
+    """
+    wrapped = _wrapped(client, want_async=False)
+    loop = _Loop(
+        messages=messages,
+        toolbox=toolbox,
+        max_steps=max_steps,
+        ledger=ledger,
+        retry=retry,
+        max_corrections=max_corrections,
+        eager=eager,
+        on_event=on_event,
+        raise_tool_errors=raise_tool_errors,
+        dialect=dialect,
+        create_kwargs=dict(create_kwargs),
+    )
+    pending = loop.pending()
+    if pending is not None:
+        _resume(loop, pending)
+    for index in loop.step_indices():
+        stop = _step(loop, wrapped, model, index)
+        if stop is not None:
+            return loop.result(stop)
+    return loop.result("max_steps")
+
+
+def _resume(loop: _Loop, calls: list[ToolCall]) -> None:
+    t0 = now()
+    results = execute(loop.box, calls, **loop.resume_kwargs(calls))
+    loop.resumed(calls, results, t0)
+
+
+def _step(loop: _Loop, wrapped: Any, model: str, index: int) -> StopReason | None:
+    turn = loop.begin_step(index)
+    for attempt in tenacity.Retrying(**turn.retrying_kwargs()):
+        with attempt:
+            turn.attempt_started()
+            try:
+                turn.stream = stream = wrapped.chat.completions.create(model=model, **turn.request)
+                with stream:
+                    for _ in stream:
+                        turn.dispatch_eager(start_early)
+                    turn.completion = stream.get_final_completion()
+            except BaseException:
+                turn.attempt_failed()
+                raise
+    stop = turn.received()
+    if stop is not None:
+        return stop
+    results = execute(loop.box, turn.calls, **turn.execute_kwargs())
+    return turn.executed(results)
+
+
+# ----------------------------------------------------------------------------- async twin
+
+
+async def arun(
+    client: Any,
+    *,
+    model: str,
+    messages: Sequence[Any],
+    toolbox: Toolbox,
+    max_steps: int = 8,
+    ledger: Ledger | None = None,
+    retry: RetryPolicy | None = None,
+    max_corrections: int = 2,
+    eager: bool = False,
+    on_event: EventHook | None = None,
+    raise_tool_errors: bool = False,
+    dialect: str | Dialect = "openai",
+    **create_kwargs: Any,
+) -> RunResult:
+    """The async twin of :func:`run` (``openai.AsyncOpenAI``). Cancelling it closes the stream and
+    cancels running async tools."""
+    wrapped = _wrapped(client, want_async=True)
+    loop = _Loop(
+        messages=messages,
+        toolbox=toolbox,
+        max_steps=max_steps,
+        ledger=ledger,
+        retry=retry,
+        max_corrections=max_corrections,
+        eager=eager,
+        on_event=on_event,
+        raise_tool_errors=raise_tool_errors,
+        dialect=dialect,
+        create_kwargs=dict(create_kwargs),
+    )
+    pending = loop.pending()
+    if pending is not None:
+        await _aresume(loop, pending)
+    for index in loop.step_indices():
+        stop = await _astep(loop, wrapped, model, index)
+        if stop is not None:
+            return loop.result(stop)
+    return loop.result("max_steps")
+
+
+async def _aresume(loop: _Loop, calls: list[ToolCall]) -> None:
+    t0 = now()
+    results = await aexecute(loop.box, calls, **loop.resume_kwargs(calls))
+    loop.resumed(calls, results, t0)
+
+
+async def _astep(loop: _Loop, wrapped: Any, model: str, index: int) -> StopReason | None:
+    turn = loop.begin_step(index)
+    async for attempt in tenacity.AsyncRetrying(sleep=asyncio.sleep, **turn.retrying_kwargs()):
+        with attempt:
+            turn.attempt_started()
+            try:
+                turn.stream = stream = await wrapped.chat.completions.create(model=model, **turn.request)
+                async with stream:
+                    async for _ in stream:
+                        turn.dispatch_eager(astart_early)
+                    turn.completion = await stream.get_final_completion()
+            except BaseException:
+                turn.attempt_failed()
+                raise
+    stop = turn.received()
+    if stop is not None:
+        return stop
+    results = await aexecute(loop.box, turn.calls, **turn.execute_kwargs())
+    return turn.executed(results)

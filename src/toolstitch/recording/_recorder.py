@@ -1,0 +1,511 @@
+"""Recording: each stream's raw chunks, with their timing, as one JSONL file.
+
+When a tool call comes out wrong in production, the only reliable evidence is the stream exactly as
+the provider sent it, with its timing. A recording is that evidence, in a form that
+:func:`toolstitch.replay` turns back into the same calls::
+
+    {"type": "header", "format": "toolstitch.recording", "version": 1, "toolstitch": "0.1.0",
+     "openai": "1.99.0", "recorded_at": "2025-01-01T12:00:00.000Z", "request": {...}, ...}
+    {"type": "chunk", "offset_ms": 181.204, "chunk": {...the chunk as received...}}
+    ...
+    {"type": "footer", "offset_ms": 912.5, "outcome": "completed", "chunks": 57, "error": null}
+
+* ``offset_ms`` is monotonic time since the request started (the same origin as
+  :class:`~toolstitch.StreamMetrics`), so the first chunk's offset is the time to first chunk.
+* A chunk is written as the SDK decoded it: ``model_dump(exclude_unset=True)`` of the SDK's lazily
+  constructed object gives back exactly the JSON keys the provider sent, unknown fields included.
+* The header keeps the request parameters but never a secret: the API key lives on the client and
+  is not read; ``extra_headers`` and ``extra_query`` values are replaced, and keys that name
+  credentials are masked wherever they appear, except inside the JSON schemas of ``tools`` and
+  ``response_format`` (there a key is a parameter name, and replay needs the schema as sent).
+* ``outcome`` is ``completed``, ``error`` (the SDK raised; ``error`` says what) or ``closed`` (the
+  caller closed the stream early).
+
+Recording must never hurt the stream it observes: every failure (a full disk, a read-only
+directory, an unserialisable value) is caught, reported once as a :class:`RecordingWarning` and in
+:attr:`Recorder.error`, and the recorder goes quiet while the stream flows on. Writes go through a
+buffered file (no flush per chunk, no fsync), so the per-chunk cost is a ``model_dump`` and a
+buffered write; a process killed mid-stream loses at most the last buffer of lines, which replay
+reads as a stream without footer.
+
+Redaction (``redact=True``, or ``"arguments"`` / ``"content"``) masks text but keeps its shape: the
+characters of JSON string values in tool-call arguments become ``x``, digits become ``1``, object
+keys and structure stay, so a redacted recording still replays into calls that parse, with the
+same fragment sizes and timing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import re
+import sys
+import time
+import uuid
+import warnings
+from collections.abc import Collection, Mapping
+from pathlib import Path
+from typing import IO, Any, Literal, TypeAlias
+
+from .._version import __version__
+from ..core._call import now
+from ..errors import RecordingWarning
+
+__all__ = ["FORMAT", "Recorder", "Redact", "recording_path", "redact_parts"]
+
+FORMAT = "toolstitch.recording"
+VERSION = 1
+
+Redact: TypeAlias = bool | Literal["arguments", "content"] | Collection[Literal["arguments", "content"]]
+"""``True`` masks both; ``"arguments"`` only tool-call arguments; ``"content"`` only text content."""
+
+_REDACTED = "[redacted]"
+# Keys whose values are credentials wherever they appear in the request (``max_tokens`` must not match).
+# Names that hold credentials: anything with api-key, secret, password, credential, private-key or
+# session in it, and names ending in "token" (singular: ``max_tokens`` and ``prompt_tokens`` are counts).
+_SECRET_KEY = re.compile(
+    r"(?i)^(authorization|proxy-authorization|cookie|set-cookie"
+    r"|.*api[-_]?key.*|.*secret.*|.*passw(or)?d.*|.*credential.*|.*private[-_]?key.*|.*session.*"
+    r"|.*token)$"
+)
+# Request options that travel as HTTP headers or query parameters: any value may be a credential.
+_TRANSPORT_OPTIONS = ("extra_headers", "extra_query")
+# Request parameters that hold JSON schemas: their keys are parameter names (a tool may well take a
+# ``password``), not credentials, and replay checks calls against them, so they are kept as sent.
+_SCHEMA_OPTIONS = ("tools", "functions", "response_format")
+
+
+def recording_path(directory: str | os.PathLike[str]) -> Path:
+    """A new, unique file name in ``directory``: UTC time first, so a listing sorts by time."""
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+    return Path(directory) / f"{stamp}-{uuid.uuid4().hex[:10]}.jsonl"
+
+
+class Recorder:
+    """Writes one stream to a JSONL file (or to an open text file) as it flows.
+
+    The stream wrappers call :meth:`on_chunk` for each chunk before it reaches the caller and
+    :meth:`on_end` once when the stream ends; neither ever raises. ``started_at`` is the monotonic
+    time the request started (offsets are measured from it). ``request`` is the keyword arguments
+    given to ``create()``; ``options`` describes the accumulator (limits, empty-arguments policy),
+    so a replay can check the calls the same way.
+    """
+
+    def __init__(
+        self,
+        target: str | os.PathLike[str] | IO[str],
+        *,
+        request: Mapping[str, Any] | None = None,
+        redact: Redact = False,
+        started_at: float | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.path: Path | None = None if _is_file(target) else Path(target)  # type: ignore[arg-type]
+        """Where the recording goes (``None`` when writing to a file object)."""
+        self.error: BaseException | None = None
+        """The first failure, if writing failed; the recording stopped there."""
+        self.chunks = 0
+        """Chunks written so far."""
+        self.ended = False
+        self.started_at = now() if started_at is None else started_at
+        self._mask = _Masker(redact)
+        self._owns_file = False
+        self._out: IO[str] | None = None
+        try:
+            if _is_file(target):
+                self._out = target  # type: ignore[assignment]
+            else:
+                assert self.path is not None
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                # A lone surrogate (a provider split "\ud83d\ude00" across chunks) cannot be
+                # encoded as UTF-8; backslashreplace writes it as "\ud83d", which inside a JSON
+                # string is exactly the escape that reads back as the same character.
+                self._out = open(self.path, "w", encoding="utf-8", errors="backslashreplace")  # noqa: SIM115
+                self._owns_file = True
+            self._write(self._header(request or {}, options or {}))
+        except Exception as exc:
+            self._fail(exc)
+
+    @classmethod
+    def for_stream(
+        cls,
+        target: str | os.PathLike[str] | IO[str],
+        accumulator: Any,
+        request: Mapping[str, Any] | None,
+        *,
+        redact: Redact = False,
+    ) -> Recorder:
+        """A recorder for a stream fed to ``accumulator`` (its start time, limits and policy)."""
+        options = {
+            "limits": dataclasses.asdict(accumulator.limits),
+            "empty_arguments": "object" if getattr(accumulator, "_empty_as_object", False) else "invalid",
+            "recover_text_tool_calls": getattr(accumulator, "_recovery", None) is not None,
+        }
+        return cls(
+            target,
+            request=request,
+            redact=redact,
+            started_at=accumulator.metrics.started_at,
+            options=options,
+        )
+
+    def __repr__(self) -> str:
+        where = self.path if self.path is not None else "<file>"
+        return f"Recorder({where!s}, chunks={self.chunks}, ended={self.ended}, error={self.error!r})"
+
+    # -- the hooks the stream wrappers call ------------------------------------------------------
+
+    def on_chunk(self, chunk: Any) -> None:
+        """Write one chunk with its offset. Never raises."""
+        if self._out is None:
+            return
+        try:
+            offset = (now() - self.started_at) * 1000.0
+            data = _chunk_data(chunk)
+            if self._mask.active:
+                data = self._mask.chunk(data)
+            self._write({"type": "chunk", "offset_ms": round(offset, 3), "chunk": data})
+            self.chunks += 1
+        except Exception as exc:
+            self._fail(exc)
+
+    def on_end(self, error: BaseException | None) -> None:
+        """Write the footer and close the file. Idempotent; never raises.
+
+        ``error`` is what ended the stream: ``None`` when it completed, ``GeneratorExit`` when the
+        caller closed it early, otherwise the exception the SDK raised.
+        """
+        if self.ended:
+            return
+        self.ended = True
+        if self._out is None:
+            return
+        try:
+            if error is None:
+                outcome = "completed"
+            elif isinstance(error, GeneratorExit):
+                outcome, error = "closed", None
+            else:
+                outcome = "error"
+            footer = {
+                "type": "footer",
+                "offset_ms": round((now() - self.started_at) * 1000.0, 3),
+                "outcome": outcome,
+                "chunks": self.chunks,
+                "error": None if error is None else _error_data(error),
+            }
+            self._write(footer)
+            self._close()
+        except Exception as exc:
+            self._fail(exc)
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _header(self, request: Mapping[str, Any], options: Mapping[str, Any]) -> dict[str, Any]:
+        import openai
+
+        clean = _request_data(request)
+        if self._mask.active:
+            clean = self._mask.request(clean)
+        return {
+            "type": "header",
+            "format": FORMAT,
+            "version": VERSION,
+            "toolstitch": __version__,
+            "openai": getattr(openai, "__version__", None),
+            "python": sys.version.split()[0],
+            "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "redacted": sorted(self._mask.parts),
+            "options": dict(options),
+            "request": clean,
+        }
+
+    def _write(self, record: Mapping[str, Any]) -> None:
+        assert self._out is not None
+        self._out.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
+
+    def _close(self) -> None:
+        out, self._out = self._out, None
+        if out is None:
+            return
+        if self._owns_file:
+            out.close()
+        else:
+            out.flush()
+
+    def _fail(self, exc: BaseException) -> None:
+        """Report the first failure once, then stop writing: the stream must not notice."""
+        if self.error is None:
+            self.error = exc
+            where = self.path if self.path is not None else "a file object"
+            # Even with warnings turned into errors (-W error) the stream must not notice: the
+            # failure stays on ``self.error`` either way.
+            with contextlib.suppress(Warning):
+                warnings.warn(
+                    RecordingWarning(
+                        f"toolstitch: recording to {where} failed ({type(exc).__name__}: {exc});"
+                        " the stream continues unrecorded"
+                    ),
+                    stacklevel=3,
+                )
+        out, self._out = self._out, None
+        if out is not None and self._owns_file:
+            # The disk already failed once; the first error is the one reported.
+            with contextlib.suppress(Exception):
+                out.close()
+
+
+def _is_file(target: object) -> bool:
+    return not isinstance(target, (str, os.PathLike))
+
+
+def _chunk_data(chunk: Any) -> Any:
+    """The chunk as received: the SDK builds chunks without validation, so ``exclude_unset`` yields
+    exactly the keys the provider sent (unknown ones included), and nothing the SDK defaulted."""
+    if isinstance(chunk, Mapping):
+        return json.loads(json.dumps(chunk))  # a private copy, safe to mask
+    dump = getattr(chunk, "model_dump", None)
+    if callable(dump):
+        return dump(mode="json", exclude_unset=True, by_alias=True, warnings=False)
+    return chunk
+
+
+def _error_data(error: BaseException) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "type": type(error).__name__,
+        "module": type(error).__module__,
+        "message": str(error),
+    }
+    status = getattr(error, "status_code", None)
+    if isinstance(status, int):
+        data["status_code"] = status
+    body = getattr(error, "body", None)
+    if body is not None:
+        data["body"] = _jsonable(body)
+    return data
+
+
+def _request_data(request: Mapping[str, Any]) -> dict[str, Any]:
+    """The request parameters as plain JSON, without credentials and without SDK sentinels."""
+    out: dict[str, Any] = {}
+    for key, value in request.items():
+        if _is_sentinel(value):
+            continue
+        if key in _TRANSPORT_OPTIONS and isinstance(value, Mapping):
+            out[key] = {str(k): _REDACTED for k in value}
+            continue
+        if _SECRET_KEY.match(key):
+            out[key] = _REDACTED
+        else:
+            out[key] = _jsonable(value) if key in _SCHEMA_OPTIONS else _scrub(_jsonable(value))
+    return out
+
+
+def _is_sentinel(value: Any) -> bool:
+    return type(value).__name__ in ("NotGiven", "Omit")
+
+
+def _jsonable(value: Any) -> Any:
+    """Plain JSON data for anything a request may hold (pydantic models, classes, timeouts)."""
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items() if not _is_sentinel(v)}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, type):
+        return f"{value.__module__}.{value.__qualname__}"
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        try:
+            return _jsonable(dump(mode="json"))
+        except Exception:
+            pass
+    return repr(value)
+
+
+def _scrub(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: (_REDACTED if _SECRET_KEY.match(k) else _scrub(v)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_scrub(v) for v in value]
+    return value
+
+
+# ---------------------------------------------------------------------------------- redaction
+
+
+def redact_parts(redact: Redact) -> set[str]:
+    """What ``redact`` asks to mask; raises ``ValueError`` for anything but the documented values."""
+    if redact is True:
+        return {"arguments", "content"}
+    if redact is False or not redact:
+        return set()
+    parts: set[str] = {redact} if isinstance(redact, str) else set(redact)
+    unknown = parts - {"arguments", "content"}
+    if unknown:
+        raise ValueError(f"redact accepts True, 'arguments' or 'content'; got {sorted(unknown)}")
+    return parts
+
+
+class _Masker:
+    """Masks argument and content text in chunks and requests, keeping every length and shape."""
+
+    def __init__(self, redact: Redact) -> None:
+        parts = redact_parts(redact)
+        self.parts = parts
+        self.active = bool(parts)
+        self._arguments = "arguments" in parts
+        self._content = "content" in parts
+        self._scanners: dict[tuple[Any, Any], _JSONMasker] = {}
+
+    def chunk(self, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        for choice in data.get("choices") or []:
+            if not isinstance(choice, dict):
+                continue
+            delta = choice.get("delta")
+            if isinstance(delta, dict):
+                self._delta(choice.get("index"), delta)
+            if self._content and isinstance(choice.get("logprobs"), dict):
+                choice["logprobs"] = _mask_logprobs(choice["logprobs"])
+        return data
+
+    def _delta(self, choice: Any, delta: dict[str, Any]) -> None:
+        for key, value in list(delta.items()):
+            if key == "tool_calls" and isinstance(value, list):
+                for position, call in enumerate(value):
+                    if isinstance(call, dict):
+                        self._call(choice, call.get("index", position), call)
+            elif key == "function_call" and isinstance(value, dict):
+                self._call(choice, "function_call", {"function": value})
+            elif key != "role" and self._content:
+                delta[key] = _mask_text(value)
+
+    def _call(self, choice: Any, index: Any, call: dict[str, Any]) -> None:
+        function = call.get("function")
+        if not self._arguments or not isinstance(function, dict):
+            return
+        key = (choice, index if isinstance(index, (int, str)) else None)
+        if call.get("id") or key not in self._scanners:
+            self._scanners[key] = _JSONMasker()  # a new call starts a new JSON text
+        arguments = function.get("arguments")
+        if isinstance(arguments, str):
+            function["arguments"] = self._scanners[key].feed(arguments)
+        elif arguments is not None:
+            function["arguments"] = _mask_value(arguments)
+
+    def request(self, request: dict[str, Any]) -> dict[str, Any]:
+        messages = request.get("messages")
+        if not isinstance(messages, list):
+            return request
+        for message in messages:
+            if not isinstance(message, dict):
+                continue
+            if self._content:
+                for key in ("content", "refusal", "reasoning_content", "reasoning"):
+                    if key in message:
+                        message[key] = _mask_text(message[key])
+            if self._arguments:
+                for call in message.get("tool_calls") or []:
+                    function = call.get("function") if isinstance(call, dict) else None
+                    if isinstance(function, dict) and isinstance(function.get("arguments"), str):
+                        function["arguments"] = _JSONMasker().feed(function["arguments"])
+        return request
+
+
+def _mask_text(value: Any) -> Any:
+    """Text content: every non-space character becomes ``x`` (lengths and line breaks survive)."""
+    if isinstance(value, str):
+        return "".join(c if c.isspace() else "x" for c in value)
+    if isinstance(value, list):
+        return [_mask_text(v) for v in value]
+    if isinstance(value, dict):
+        return {k: (v if k in ("type", "index", "id", "format") else _mask_text(v)) for k, v in value.items()}
+    return value
+
+
+def _mask_value(value: Any) -> Any:
+    """A JSON value sent as an object: strings masked, numbers replaced, keys kept."""
+    if isinstance(value, str):
+        return "x" * len(value)
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, (int, float)):
+        return 1
+    if isinstance(value, list):
+        return [_mask_value(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _mask_value(v) for k, v in value.items()}
+    return value
+
+
+def _mask_logprobs(logprobs: dict[str, Any]) -> dict[str, Any]:
+    def entry(item: Any) -> Any:
+        if not isinstance(item, dict):
+            return item
+        out = dict(item)
+        if isinstance(out.get("token"), str):
+            out["token"] = _mask_text(out["token"])
+        if isinstance(out.get("bytes"), list):
+            out["bytes"] = [120] * len(out["bytes"])  # b"x"
+        if isinstance(out.get("top_logprobs"), list):
+            out["top_logprobs"] = [entry(t) for t in out["top_logprobs"]]
+        return out
+
+    return {k: ([entry(i) for i in v] if isinstance(v, list) else v) for k, v in logprobs.items()}
+
+
+class _JSONMasker:
+    """Masks JSON text fragment by fragment, carrying its state across fragments.
+
+    Inside string values every character (escapes included) becomes ``x``; outside strings digits
+    become ``1``; object keys, punctuation and ``true``/``false``/``null`` are kept. Lengths are
+    kept character for character, so the masked text is valid JSON exactly when the original is.
+    """
+
+    __slots__ = ("_escape", "_expect_key", "_in_key", "_in_string", "_stack")
+
+    def __init__(self) -> None:
+        self._stack: list[str] = []
+        self._in_string = False
+        self._in_key = False
+        self._escape = False
+        self._expect_key = False
+
+    def feed(self, text: str) -> str:
+        out: list[str] = []
+        for c in text:
+            if self._in_string:
+                if self._escape:
+                    self._escape = False
+                    out.append(c if self._in_key else "x")
+                elif c == "\\":
+                    self._escape = True
+                    out.append(c if self._in_key else "x")
+                elif c == '"':
+                    self._in_string = False
+                    out.append(c)
+                else:
+                    out.append(c if self._in_key else "x")
+                continue
+            if c == '"':
+                self._in_string = True
+                self._in_key = self._expect_key
+                self._expect_key = False
+            elif c in "{[":
+                self._stack.append(c)
+                self._expect_key = c == "{"
+            elif c in "}]":
+                if self._stack:
+                    self._stack.pop()
+                self._expect_key = False
+            elif c == ",":
+                self._expect_key = bool(self._stack) and self._stack[-1] == "{"
+            elif c in "0123456789":
+                c = "1"
+            out.append(c)
+        return "".join(out)

@@ -1,0 +1,29 @@
+"""Executing tool calls safely: definitions, the gate, the executor and the ledgers.
+
+* :mod:`._definition`  ``@tool``, ``Tool`` and ``Toolbox``: tools from Python functions (pydantic).
+* :mod:`._strict`      strict-mode JSON Schemas.
+* :mod:`._toolbox`     ``Toolbox``: the offered tools and the threads their calls run on.
+* :mod:`._runtime`     the thread pool and event-loop thread a toolbox owns.
+* :mod:`._gate`        ready, then offered, then valid, then approved.
+* :mod:`._executor`    running admitted calls with timeouts and cancellation.
+* :mod:`._ledger`      idempotent execution by call id (in memory and SQLite).
+"""
+
+from __future__ import annotations
+
+from ._definition import ConfirmCallback, Tool, tool
+from ._executor import CallTimings, ToolResult
+from ._ledger import Ledger, LedgerEntry, SQLiteLedger
+from ._toolbox import Toolbox
+
+__all__ = [
+    "CallTimings",
+    "ConfirmCallback",
+    "Ledger",
+    "LedgerEntry",
+    "SQLiteLedger",
+    "Tool",
+    "ToolResult",
+    "Toolbox",
+    "tool",
+]

@@ -1,0 +1,593 @@
+"""Tools the model may call: Python functions (or raw JSON schemas) turned into :class:`Tool`.
+
+A :class:`Tool` is the one place that knows three things about a function: the JSON schema the model
+is shown, how the model's arguments are checked and turned into Python values (the *binder*), and how
+the function is run (sync or async, timeout, read-only, needs confirmation). Everything else (the gate,
+the executor, the run loop) asks the tool rather than guessing.
+
+Schemas come from pydantic, never from hand-written code: ``pydantic.create_model`` over the function's
+signature (type hints, defaults, ``Annotated[..., Field(...)]``), with parameter descriptions from the
+docstring (Google, Sphinx or NumPy style). A function whose only parameter is a pydantic model takes
+that model's fields as its arguments (the shape ``openai.pydantic_function_tool`` uses). The same
+pydantic model then validates the arguments, so what the model was shown and what is checked cannot
+drift apart.
+
+Strict mode (``"strict": true``) is used whenever the schema allows it (see ``_strict.py``): optional
+parameters become required-but-nullable, and ``null`` means "use the default". Otherwise the tool is
+sent without ``strict`` and the full pydantic schema is shown.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import typing
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, overload
+
+import pydantic
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from ..core._call import ToolCall
+from ._runtime import is_async_callable
+from ._strict import clean_schema, is_strict_schema, strict_schema
+
+if TYPE_CHECKING:
+    pass
+
+__all__ = ["ConfirmCallback", "Tool", "tool"]
+
+ConfirmCallback: TypeAlias = Callable[[ToolCall, "Tool"], "bool | Awaitable[bool]"]
+"""Asked before a ``confirm=True`` tool runs: ``(call, tool) -> bool`` (or an awaitable of bool)."""
+
+_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")  # OpenAI's pattern, accepted by every provider (H13)
+
+
+# ----------------------------------------------------------------------------- docstrings
+
+_GOOGLE_HEADERS = re.compile(r"^(Args|Arguments|Parameters|Params|Keyword Args|Keyword Arguments):\s*$")
+_OTHER_HEADERS = re.compile(
+    r"^(Returns?|Yields?|Raises?|Examples?|Notes?|See Also|Warnings?|Attributes|References):\s*$"
+)
+_NUMPY_UNDERLINE = re.compile(r"^-{3,}\s*$")
+_SPHINX_PARAM = re.compile(r"^:param\s+(?:[^:]*\s)?(\w+):\s*(.*)$")
+_GOOGLE_ITEM = re.compile(r"^(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
+_NUMPY_ITEM = re.compile(r"^(\w+)\s*(?::.*)?$")
+
+
+def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
+    """``(summary, {parameter: description})`` from a Google, Sphinx or NumPy style docstring.
+
+    The summary is the text before the first section, so "Args:" blocks are not sent twice (once in
+    the description, once per parameter).
+    """
+    if not doc:
+        return "", {}
+    lines = inspect.cleandoc(doc).splitlines()
+    summary: list[str] = []
+    params: dict[str, str] = {}
+    section: str | None = None
+    current: str | None = None
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        stripped = line.strip()
+        nxt = lines[i + 1].strip() if i + 1 < len(lines) else ""
+        if _GOOGLE_HEADERS.match(stripped):
+            section, current = "google", None
+        elif _OTHER_HEADERS.match(stripped):
+            section, current = "other", None
+        elif nxt and _NUMPY_UNDERLINE.match(nxt) and stripped:
+            section = "numpy" if stripped.lower() in ("parameters", "other parameters") else "other"
+            current = None
+            i += 1
+        elif (m := _SPHINX_PARAM.match(stripped)) is not None:
+            section, current = "sphinx", m.group(1)
+            params[current] = m.group(2).strip()
+        elif stripped.startswith(":") and section in (None, "sphinx"):
+            section, current = "other", None
+        elif section is None:
+            summary.append(line)
+        elif section == "google" and stripped:
+            indent = len(line) - len(line.lstrip())
+            m = _GOOGLE_ITEM.match(stripped)
+            if m is not None and (current is None or indent <= _indent_of(lines, current)):
+                current = m.group(1).lstrip("*")
+                params[current] = m.group(2).strip()
+            elif current is not None:
+                params[current] = (params[current] + " " + stripped).strip()
+        elif section == "numpy" and stripped:
+            if line == line.lstrip() and (m := _NUMPY_ITEM.match(stripped)) is not None:
+                current = m.group(1)
+                params[current] = ""
+            elif current is not None:
+                params[current] = (params[current] + " " + stripped).strip()
+        elif section == "sphinx" and stripped and current is not None:
+            params[current] = (params[current] + " " + stripped).strip()
+        i += 1
+    return "\n".join(summary).strip(), {k: v for k, v in params.items() if v}
+
+
+def _indent_of(lines: list[str], name: str) -> int:
+    for line in lines:
+        stripped = line.lstrip()
+        if stripped.startswith(name) or stripped.startswith("*" + name):
+            return len(line) - len(stripped)
+    return 0
+
+
+# ----------------------------------------------------------------------------- binders
+
+
+class _Binder(Protocol):
+    """Turns the model's parsed arguments into keyword arguments for the function, or says why not."""
+
+    def bind(self, arguments: Any) -> tuple[dict[str, Any] | None, list[str]]: ...
+
+
+# key -> (drop null, nested plan, nested is a list)
+_NullPlan: TypeAlias = dict[str, tuple[bool, "_NullPlan | None", bool]]
+
+
+def _accepts_none(annotation: Any) -> bool:
+    try:
+        TypeAdapter(annotation).validate_python(None)
+    except Exception:
+        return False
+    return True
+
+
+def _nested_model(annotation: Any) -> tuple[type[BaseModel] | None, bool]:
+    """The pydantic model inside ``annotation`` (``M``, ``M | None``, ``list[M]``), if there is one."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _nested_model(typing.get_args(annotation)[0])
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation, False
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    if origin in (list, Sequence, tuple, set, frozenset) or (
+        isinstance(origin, type) and origin is not dict and issubclass(origin, Sequence)
+    ):
+        if args and isinstance(args[0], type) and issubclass(args[0], BaseModel):
+            return args[0], True
+        return None, False
+    if len(args) == 1:
+        return _nested_model(args[0])
+    return None, False
+
+
+def _null_plan(model: type[BaseModel], seen: frozenset[type[BaseModel]] = frozenset()) -> _NullPlan:
+    """Where ``null`` stands for "use the default" in a strict schema made from ``model``."""
+    plan: _NullPlan = {}
+    seen = seen | {model}
+    for name, field in model.model_fields.items():
+        key = field.alias or name
+        drop = not field.is_required() and not _accepts_none(field.annotation)
+        sub, is_list = _nested_model(field.annotation)
+        subplan = _null_plan(sub, seen) if sub is not None and sub not in seen else None
+        if drop or subplan:
+            plan[key] = (drop, subplan, is_list)
+    return plan
+
+
+def _drop_nulls(data: Any, plan: _NullPlan | None) -> Any:
+    """A copy of ``data`` without the ``null`` values that mean "the default" (never mutates)."""
+    if not plan or not isinstance(data, dict):
+        return data
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        entry = plan.get(key)
+        if entry is not None:
+            drop, sub, is_list = entry
+            if value is None and drop:
+                continue
+            if sub:
+                if is_list and isinstance(value, list):
+                    value = [_drop_nulls(v, sub) for v in value]
+                else:
+                    value = _drop_nulls(value, sub)
+        out[key] = value
+    return out
+
+
+def _show_input(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def format_validation_error(exc: ValidationError) -> list[str]:
+    """One line per problem, with the argument path and what was received: what the model needs to
+    correct its call."""
+    lines = []
+    for err in exc.errors(include_url=False):
+        loc = ".".join(str(p) for p in err.get("loc", ())) or "(arguments)"
+        kind = err.get("type")
+        if kind == "missing":
+            lines.append(f"{loc}: required argument is missing")
+        elif kind == "extra_forbidden":
+            lines.append(f"{loc}: unexpected argument (not in the schema)")
+        else:
+            lines.append(f"{loc}: {err.get('msg')} (got {_show_input(err.get('input'))})")
+    return lines
+
+
+def _object_only(arguments: Any) -> list[str]:
+    if isinstance(arguments, dict):
+        return []
+    return [f"(arguments): must be a JSON object, got {type(arguments).__name__}"]
+
+
+class _SignatureBinder:
+    """Arguments validated by a pydantic model made from the function's signature."""
+
+    def __init__(self, model: type[BaseModel], fields: dict[str, str], plan: _NullPlan | None) -> None:
+        self.model = model
+        self.fields = fields  # model field name -> function parameter name
+        self.plan = plan
+
+    def bind(self, arguments: Any) -> tuple[dict[str, Any] | None, list[str]]:
+        problems = _object_only(arguments)
+        if problems:
+            return None, problems
+        try:
+            value = self.model.model_validate(_drop_nulls(arguments, self.plan))
+        except ValidationError as exc:
+            return None, format_validation_error(exc)
+        # Only what the model sent: the function applies its own defaults, as a direct call would.
+        return {self.fields[f]: getattr(value, f) for f in value.model_fields_set}, []
+
+
+class _ModelBinder:
+    """The function's single parameter is a pydantic model; the arguments are that model's fields."""
+
+    def __init__(self, model: type[BaseModel], param: str, plan: _NullPlan | None) -> None:
+        self.model = model
+        self.param = param
+        self.plan = plan
+        keys = {f.alias or n for n, f in model.model_fields.items()}
+        self.known = None if model.model_config.get("extra") == "allow" else keys
+
+    def bind(self, arguments: Any) -> tuple[dict[str, Any] | None, list[str]]:
+        problems = _object_only(arguments)
+        if problems:
+            return None, problems
+        if self.known is not None:
+            # The schema we publish is closed; a model that would silently ignore extras must not
+            # let a misspelt argument pass unnoticed.
+            problems = [
+                f"{k}: unexpected argument (not in the schema)" for k in arguments if k not in self.known
+            ]
+        try:
+            value = self.model.model_validate(_drop_nulls(arguments, self.plan))
+        except ValidationError as exc:
+            problems.extend(format_validation_error(exc))
+        if problems:
+            return None, problems
+        return {self.param: value}, []
+
+
+class _SchemaBinder:
+    """A raw JSON schema: arguments checked with ``jsonschema``, passed on as keyword arguments."""
+
+    def __init__(self, schema: Mapping[str, Any]) -> None:
+        import jsonschema
+
+        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+        cls.check_schema(schema)  # a broken schema is a programming error: say so at definition time
+        self.validator = cls(schema)
+
+    def bind(self, arguments: Any) -> tuple[dict[str, Any] | None, list[str]]:
+        problems = _object_only(arguments)
+        if problems:
+            return None, problems
+        errors = sorted(self.validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+        if errors:
+            return None, [
+                f"{'.'.join(str(p) for p in e.absolute_path) or '(arguments)'}: {e.message}" for e in errors
+            ]
+        return dict(arguments), []
+
+
+# ----------------------------------------------------------------------------- the Tool
+
+
+def _function_name(fn: Any) -> str:
+    name = getattr(fn, "__name__", None)
+    if not isinstance(name, str):
+        name = type(fn).__name__
+    return name
+
+
+class Tool:
+    """A function the model may call, with its schema, its checks and how it runs.
+
+    Made by :func:`tool` (from a Python function) or :meth:`Tool.from_schema` (from a raw JSON
+    schema). Calling the tool calls the function, so a decorated function keeps working as before.
+
+    ``read_only``  the function has no side effects: it may run again after a restart, and it may be
+                   dispatched eagerly (``eager``), before the stream that requested it is sealed.
+    ``timeout``    seconds the call may run (None: the toolbox's default).
+    ``confirm``    the call needs the toolbox's approval callback to say yes first.
+    ``strict``     the schema is sent with ``"strict": true``.
+    """
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str,
+        description: str,
+        parameters: dict[str, Any],
+        binder: _Binder,
+        strict: bool,
+        read_only: bool = False,
+        timeout: float | None = None,
+        confirm: bool = False,
+        eager: bool | None = None,
+        call_param: str | None = None,
+    ) -> None:
+        if not _NAME.match(name):
+            raise ValueError(
+                f"tool name {name!r} must match ^[a-zA-Z0-9_-]{{1,64}}$ (OpenAI rejects other names)"
+            )
+        if timeout is not None and not timeout > 0:
+            raise ValueError("timeout must be a positive number of seconds (or None)")
+        if eager is None:
+            eager = read_only and not confirm
+        elif eager and (not read_only or confirm):
+            raise ValueError(
+                "eager dispatch runs a call before its stream is sealed; only read_only tools that need "
+                "no confirmation may do that"
+            )
+        self.fn = fn
+        self.name = name
+        self.description = description
+        self.parameters = parameters
+        self.binder = binder
+        self.strict = strict
+        self.read_only = read_only
+        self.timeout = timeout
+        self.confirm = confirm
+        self.eager = eager
+        self.call_param = call_param
+        """A parameter annotated ``ToolCall``: it receives the call (its id makes an idempotency key)."""
+        self.is_async = is_async_callable(fn)
+
+    def __repr__(self) -> str:
+        flags = [f for f in ("read_only", "confirm", "strict") if getattr(self, f)]
+        return f"Tool({self.name!r}{''.join(', ' + f for f in flags)})"
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.fn(*args, **kwargs)
+
+    def definition(self) -> dict[str, Any]:
+        """The entry of the request's ``tools`` list (a ``ChatCompletionToolParam``)."""
+        function: dict[str, Any] = {"name": self.name}
+        if self.description:
+            function["description"] = self.description
+        function["parameters"] = self.parameters
+        if self.strict:
+            function["strict"] = True
+        return {"type": "function", "function": function}
+
+    def bind(self, arguments: Any) -> tuple[dict[str, Any] | None, list[str]]:
+        """Check parsed arguments: ``(keyword arguments, [])`` or ``(None, problems)``.
+
+        The keyword arguments are what the function will receive (pydantic values, not raw JSON).
+        """
+        return self.binder.bind(arguments)
+
+    # -- constructors ------------------------------------------------------------------------
+
+    @classmethod
+    def from_function(
+        cls,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        read_only: bool = False,
+        timeout: float | None = None,
+        confirm: bool = False,
+        eager: bool | None = None,
+        strict: bool | None = None,
+    ) -> Tool:
+        """A tool whose schema comes from ``fn``'s type hints and docstring (see :func:`tool`)."""
+        if isinstance(fn, Tool):
+            fn = fn.fn
+        summary, param_docs = parse_docstring(inspect.getdoc(fn))
+        sig = inspect.signature(fn)
+        try:
+            hints = typing.get_type_hints(fn, include_extras=True)
+        except Exception:  # unresolvable forward references: fall back to the raw annotations
+            hints = {}
+        call_param: str | None = None
+        params: list[tuple[str, Any, Any]] = []
+        for p in sig.parameters.values():
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                raise TypeError(
+                    f"{_function_name(fn)}: *args/**kwargs cannot be described to the model; "
+                    "name every parameter (or use Tool.from_schema)"
+                )
+            if p.kind is p.POSITIONAL_ONLY:
+                raise TypeError(
+                    f"{_function_name(fn)}: positional-only parameter {p.name!r} is not supported"
+                )
+            annotation = hints.get(p.name, p.annotation)
+            if annotation is inspect.Parameter.empty:
+                annotation = Any
+            if annotation is ToolCall or (
+                # an unresolvable string annotation (a local import under PEP 563) naming ToolCall
+                isinstance(annotation, str) and annotation.rsplit(".", 1)[-1] == "ToolCall"
+            ):
+                call_param = p.name
+                continue
+            params.append((p.name, annotation, p.default))
+        tool_name = name or _function_name(fn)
+        if (
+            len(params) == 1
+            and params[0][2] is inspect.Parameter.empty
+            and isinstance(params[0][1], type)
+            and issubclass(params[0][1], BaseModel)
+        ):
+            model: type[BaseModel] = params[0][1]
+            binder_model = model
+            base_schema = model.model_json_schema()
+            if not summary:
+                summary = (model.__doc__ or "").strip() if model.__doc__ != BaseModel.__doc__ else ""
+            make_binder: Callable[[_NullPlan | None], _Binder] = lambda plan: _ModelBinder(  # noqa: E731
+                model, params[0][0], plan
+            )
+        else:
+            fields: dict[str, Any] = {}
+            names: dict[str, str] = {}
+            for i, (pname, annotation, default) in enumerate(params):
+                # Field names are synthetic (the parameter name is the alias), so a parameter called
+                # "json", "copy" or "model_config" cannot collide with BaseModel's own attributes.
+                fname = f"p{i}"
+                names[fname] = pname
+                value = ... if default is inspect.Parameter.empty else default
+                # Only pass a description we have: Field(description=None) would erase one given
+                # in Annotated[..., Field(description=...)].
+                info = (
+                    Field(value, alias=pname, description=param_docs[pname])
+                    if pname in param_docs
+                    else Field(value, alias=pname)
+                )
+                fields[fname] = (annotation, info)
+            signature_model = pydantic.create_model(
+                tool_name, __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=True), **fields
+            )
+            binder_model = signature_model
+            base_schema = signature_model.model_json_schema(by_alias=True)
+            make_binder = lambda plan: _SignatureBinder(signature_model, names, plan)  # noqa: E731
+        published = strict_schema(base_schema) if strict is not False else None
+        if strict and published is None:
+            raise ValueError(f"{tool_name}: the parameters cannot be expressed in strict mode")
+        if published is not None:
+            binder = make_binder(_null_plan(binder_model))
+            use_strict = True
+        else:
+            published = clean_schema(base_schema)
+            published.setdefault("additionalProperties", False)
+            binder = make_binder(None)
+            use_strict = False
+        if summary and published.get("description") == summary:
+            del published["description"]  # a model's docstring: already the tool's description
+        return cls(
+            fn,
+            name=tool_name,
+            description=description if description is not None else summary,
+            parameters=published,
+            binder=binder,
+            strict=use_strict,
+            read_only=read_only,
+            timeout=timeout,
+            confirm=confirm,
+            eager=eager,
+            call_param=call_param,
+        )
+
+    @classmethod
+    def from_schema(
+        cls,
+        fn: Callable[..., Any],
+        *,
+        parameters: Mapping[str, Any],
+        name: str | None = None,
+        description: str | None = None,
+        read_only: bool = False,
+        timeout: float | None = None,
+        confirm: bool = False,
+        eager: bool | None = None,
+        strict: bool | None = None,
+    ) -> Tool:
+        """A tool described by a raw JSON schema; arguments are checked with ``jsonschema``.
+
+        The schema is sent as given. ``strict=None`` marks it strict only when it already complies
+        with strict mode. The function receives the arguments as keyword arguments; ``jsonschema``
+        raises ``SchemaError`` here if the schema itself is broken.
+        """
+        schema = dict(parameters)
+        if schema.get("type") != "object":
+            raise ValueError("tool parameters must be a JSON schema of type 'object'")
+        if strict is None:
+            strict = is_strict_schema(schema)
+        elif strict and not is_strict_schema(schema):
+            raise ValueError(
+                "strict=True needs a strict-mode schema: every object closed (additionalProperties false), "
+                "every property required, no default"
+            )
+        summary, _ = parse_docstring(inspect.getdoc(fn))
+        return cls(
+            fn,
+            name=name or _function_name(fn),
+            description=description if description is not None else summary,
+            parameters=schema,
+            binder=_SchemaBinder(schema),
+            strict=strict,
+            read_only=read_only,
+            timeout=timeout,
+            confirm=confirm,
+            eager=eager,
+        )
+
+
+@overload
+def tool(fn: Callable[..., Any], /) -> Tool: ...
+
+
+@overload
+def tool(
+    fn: None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    read_only: bool = False,
+    timeout: float | None = None,
+    confirm: bool = False,
+    eager: bool | None = None,
+    strict: bool | None = None,
+    parameters: Mapping[str, Any] | None = None,
+) -> Callable[[Callable[..., Any]], Tool]: ...
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    read_only: bool = False,
+    timeout: float | None = None,
+    confirm: bool = False,
+    eager: bool | None = None,
+    strict: bool | None = None,
+    parameters: Mapping[str, Any] | None = None,
+) -> Tool | Callable[[Callable[..., Any]], Tool]:
+    """Make a :class:`Tool` from a function: ``@tool`` or ``@tool(read_only=True, timeout=5, ...)``.
+
+    The schema comes from the type hints and the docstring through pydantic; ``parameters=`` gives a
+    raw JSON schema instead (checked with ``jsonschema``). ``strict=None`` uses strict mode when the
+    schema allows it. ``eager`` defaults to ``read_only``; the run loop only dispatches eagerly when
+    asked to (``run(..., eager=True)``). Sync and ``async def`` functions both work.
+    """
+
+    def make(f: Callable[..., Any]) -> Tool:
+        options: dict[str, Any] = dict(
+            name=name,
+            description=description,
+            read_only=read_only,
+            timeout=timeout,
+            confirm=confirm,
+            eager=eager,
+            strict=strict,
+        )
+        if parameters is not None:
+            return Tool.from_schema(f, parameters=parameters, **options)
+        return Tool.from_function(f, **options)
+
+    if fn is not None:
+        return make(fn)
+    return make

@@ -1,0 +1,137 @@
+"""The gate: what a tool call must pass before its function runs, in this order.
+
+1. **Ready.** The call is sealed and its arguments parsed (rule 4 of the design). A call that is
+   ``open``, ``incomplete`` (cut off) or ``invalid`` because its text is not a JSON object never goes
+   further. (A call the accumulator marked ``invalid`` only because of the *request's* schema check
+   goes on to step 3: the tool's own validator is the authority, and it knows, for instance, that a
+   parameter with a default may be left out.)
+2. **Registered.** The name is a tool of this toolbox, looked up exactly. An unknown name is never
+   looked up anywhere else: no fuzzy match, no attribute, no global.
+3. **Valid.** The arguments validate: pydantic for typed tools, ``jsonschema`` for raw-schema tools.
+   Invalid arguments never reach the function.
+4. **Confirmed.** A ``confirm=True`` tool needs the toolbox's callback to say yes (the executor asks,
+   since the callback may be async or slow).
+
+Each refusal is a :class:`Refusal` whose ``message`` is written for the model: it says precisely what
+was wrong and that the call did not run, so the next step can correct it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from ..core._call import ToolCall
+from ..errors import CallIncomplete, MissingName, SchemaViolation, UnknownTool
+from ._definition import Tool
+
+if TYPE_CHECKING:
+    from ._toolbox import Toolbox
+
+__all__ = ["Admission", "Refusal", "RefusalReason", "admit", "not_approved"]
+
+RefusalReason = Literal[
+    "not_ready",
+    "incomplete",
+    "unknown_tool",
+    "invalid_arguments",
+    "not_approved",
+    "outcome_unknown",
+]
+"""Why the gate refused a call: a stable code, also used to count corrective rounds."""
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """The gate said no. ``message`` is what the model reads; ``problems`` lists each finding."""
+
+    reason: RefusalReason
+    message: str
+    problems: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """The gate said yes (so far): the tool, and the keyword arguments its function will receive."""
+
+    tool: Tool
+    kwargs: dict[str, Any]
+
+
+def _shown(name: str | None) -> str:
+    return repr(name) if name else "(no name)"
+
+
+def admit(call: ToolCall, box: Toolbox) -> Admission | Refusal:
+    """Steps 1-3 of the gate (pure, no I/O). Confirmation is the executor's job."""
+    status, error = call.status, call.error
+    parsed_ok = status == "ready" or (
+        status == "invalid" and isinstance(error, (SchemaViolation, UnknownTool))
+    )
+    if not parsed_ok:
+        return _not_ready(call)
+    t = box.get(call.name)
+    if t is None:
+        return Refusal(
+            "unknown_tool",
+            f"Error: there is no tool named {_shown(call.name)}; the call was not run. "
+            f"Available tools: {', '.join(box.names) or 'none'}.",
+        )
+    return check_arguments(call.name or "", t, call.parsed)
+
+
+def check_arguments(name: str, t: Tool, parsed: Any) -> Admission | Refusal:
+    """Step 3 alone (the eager dispatcher uses it on arguments that are complete but not sealed)."""
+    kwargs, problems = t.bind(parsed)
+    if kwargs is None:
+        listing = "\n".join(f"- {p}" for p in problems)
+        return Refusal(
+            "invalid_arguments",
+            f"Error: invalid arguments for {name}; the call was not run.\n{listing}\n"
+            f"Call {name} again with corrected arguments.",
+            tuple(problems),
+        )
+    return Admission(t, kwargs)
+
+
+def _not_ready(call: ToolCall) -> Refusal:
+    name = _shown(call.name)
+    error = call.error
+    if call.status == "incomplete" or isinstance(error, CallIncomplete):
+        return Refusal(
+            "incomplete",
+            f"Error: the call to {name} was cut off before its arguments were complete; it was not run.",
+        )
+    if call.status == "open":
+        return Refusal("not_ready", f"Error: the call to {name} was still streaming; it was not run.")
+    if isinstance(error, MissingName):
+        return Refusal(
+            "not_ready",
+            "Error: this tool call had no function name, so it was not run. "
+            "Call one of the available tools by name.",
+        )
+    why = error.message if error is not None else "the call is not ready"
+    return Refusal(
+        "not_ready",
+        f"Error: the arguments of this call to {name} could not be used ({why}); it was not run. "
+        "Send the call again with the arguments as one complete JSON object.",
+        (why,),
+    )
+
+
+def not_approved(call: ToolCall, why: str | None = None) -> Refusal:
+    """Step 4 said no (the callback declined, failed, or there is no callback)."""
+    detail = f" ({why})" if why else ""
+    return Refusal(
+        "not_approved",
+        f"Error: the call to {_shown(call.name)} was not approved{detail}; it was not run.",
+    )
+
+
+def outcome_unknown(call: ToolCall) -> Refusal:
+    """The ledger says this call started once and never finished: it may have had its effect."""
+    return Refusal(
+        "outcome_unknown",
+        f"Error: the call to {_shown(call.name)} was started earlier and did not report a result; "
+        "it was not run again because it may already have taken effect.",
+    )

@@ -1,0 +1,74 @@
+"""A toolbox's threads: the bounded pool for sync tools and an event loop for async ones.
+
+It lives in its own module so that the :class:`~toolstitch.Toolbox` can own it (made on first use,
+released by ``close()``) while the executor only uses it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import inspect
+import threading
+from typing import Any
+
+__all__ = ["Runtime", "is_async_callable"]
+
+_CANCEL_GRACE = 1.0  # seconds an async tool gets to unwind after cancellation before we move on
+
+
+def is_async_callable(fn: Any) -> bool:
+    """Whether calling ``fn`` gives a coroutine (a coroutine function, a partial of one, or an
+    object whose ``__call__`` is one)."""
+    while hasattr(fn, "func") and not inspect.isfunction(fn):  # functools.partial
+        fn = fn.func
+    if inspect.iscoroutinefunction(fn):
+        return True
+    call = getattr(fn, "__call__", None)  # noqa: B004 - a callable object's async __call__
+    return call is not None and inspect.iscoroutinefunction(call)
+
+
+class Runtime:
+    """A toolbox's threads: the bounded pool for sync tools, and (made on first need) an event loop in
+    a daemon thread for async tools and async callbacks called from sync code."""
+
+    def __init__(self, max_workers: int | None) -> None:
+        self.pool = concurrent.futures.ThreadPoolExecutor(max_workers, thread_name_prefix="toolstitch-tool")
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                ready = threading.Event()
+                thread = threading.Thread(
+                    target=_serve_loop, args=(loop, ready), name="toolstitch-loop", daemon=True
+                )
+                thread.start()
+                ready.wait()
+                self._loop, self._thread = loop, thread
+            return self._loop
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        with self._lock:
+            loop, thread, self._loop, self._thread = self._loop, self._thread, None, None
+        if loop is not None and thread is not None:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(_CANCEL_GRACE)
+
+
+def _serve_loop(loop: asyncio.AbstractEventLoop, ready: threading.Event) -> None:
+    asyncio.set_event_loop(loop)
+    loop.call_soon(ready.set)
+    try:
+        loop.run_forever()
+        pending = asyncio.all_tasks(loop)
+        for task in pending:
+            task.cancel()
+        if pending:
+            loop.run_until_complete(asyncio.wait(pending, timeout=_CANCEL_GRACE))
+    finally:
+        loop.close()

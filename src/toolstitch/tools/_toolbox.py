@@ -1,0 +1,154 @@
+"""The :class:`Toolbox`: the tools offered to the model, and the threads their calls run on.
+
+It sits above the executor (``execute`` delegates to it) so that nothing below imports it back.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from ..core._call import ToolCall
+from ._definition import ConfirmCallback, Tool, tool
+from ._executor import ToolResult, aexecute, execute
+from ._runtime import Runtime
+
+if TYPE_CHECKING:
+    from ._ledger import Ledger
+
+__all__ = ["Toolbox"]
+
+
+class Toolbox:
+    """The tools offered to the model, and how their calls are executed.
+
+    ``confirm``        asked before any ``confirm=True`` tool runs; without it such calls are refused.
+    ``max_workers``    threads for sync tools (a bounded pool shared by every batch of this toolbox).
+    ``timeout``        seconds per call for tools that set none (None: no limit).
+    ``total_timeout``  seconds for one batch of parallel calls, all together (None: no limit).
+
+    A toolbox owns a thread pool (and, for async tools run from sync code, an event-loop thread);
+    :meth:`close` releases them. It is also a context manager.
+    """
+
+    def __init__(
+        self,
+        tools: Iterable[Tool | Callable[..., Any]] = (),
+        *,
+        confirm: ConfirmCallback | None = None,
+        max_workers: int | None = None,
+        timeout: float | None = None,
+        total_timeout: float | None = None,
+    ) -> None:
+        if max_workers is not None and max_workers < 1:
+            raise ValueError("max_workers must be at least 1")
+        for value, what in ((timeout, "timeout"), (total_timeout, "total_timeout")):
+            if value is not None and not value > 0:
+                raise ValueError(f"{what} must be a positive number of seconds (or None)")
+        self._tools: dict[str, Tool] = {}
+        self.confirm = confirm
+        self.max_workers = max_workers
+        self.timeout = timeout
+        self.total_timeout = total_timeout
+        self._runtime: Runtime | None = None  # made on first use, released by close()
+        self._runtime_lock = threading.Lock()
+        for t in tools:
+            self.add(t)
+
+    def add(self, item: Tool | Callable[..., Any]) -> Tool:
+        """Add a tool (a plain function is turned into one with :func:`tool`)."""
+        t = item if isinstance(item, Tool) else tool(item)
+        if t.name in self._tools:
+            raise ValueError(f"two tools are named {t.name!r}")
+        self._tools[t.name] = t
+        return t
+
+    def get(self, name: str | None) -> Tool | None:
+        """The tool registered under ``name`` exactly (no other lookup, ever), or None."""
+        if name is None:
+            return None
+        return self._tools.get(name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(self._tools.values())
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def __repr__(self) -> str:
+        return f"Toolbox({list(self._tools)!r})"
+
+    @property
+    def names(self) -> list[str]:
+        """The registered tool names, in the order they were added."""
+        return list(self._tools)
+
+    def definitions(self) -> list[dict[str, Any]]:
+        """The request's ``tools`` parameter."""
+        return [t.definition() for t in self._tools.values()]
+
+    def timeout_for(self, t: Tool) -> float | None:
+        """The per-call timeout of ``t``: its own, else the toolbox default."""
+        return t.timeout if t.timeout is not None else self.timeout
+
+    def runtime(self) -> Runtime:
+        """The toolbox's threads, made on first use (the executor runs tools on them)."""
+        with self._runtime_lock:
+            if self._runtime is None:
+                self._runtime = Runtime(self.max_workers)
+            return self._runtime
+
+    # -- execution (the work is done in _executor) -------------------------------------------
+
+    def execute(
+        self,
+        calls: Sequence[ToolCall],
+        *,
+        ledger: Ledger | None = None,
+        timeout: float | None = None,
+        raise_tool_errors: bool = False,
+    ) -> list[ToolResult]:
+        """Gate and run ``calls`` (one result per call, in the same order), for your own loop.
+
+        Parallel calls run concurrently: sync tools in the toolbox's thread pool, async tools on an
+        event loop in a background thread. ``timeout`` bounds the whole batch (default
+        ``total_timeout``). A tool's exception becomes an error result unless ``raise_tool_errors``.
+        """
+        return execute(self, calls, ledger=ledger, timeout=timeout, raise_tool_errors=raise_tool_errors)
+
+    async def aexecute(
+        self,
+        calls: Sequence[ToolCall],
+        *,
+        ledger: Ledger | None = None,
+        timeout: float | None = None,
+        raise_tool_errors: bool = False,
+    ) -> list[ToolResult]:
+        """The async twin of :meth:`execute`: async tools run as tasks of the running loop, sync
+        tools in the thread pool. Cancelling it cancels the running async tools."""
+        return await aexecute(
+            self, calls, ledger=ledger, timeout=timeout, raise_tool_errors=raise_tool_errors
+        )
+
+    def close(self) -> None:
+        """Release the thread pool and the loop thread. Running sync tools are not waited for."""
+        with self._runtime_lock:
+            runtime, self._runtime = self._runtime, None
+        if runtime is not None:
+            runtime.close()
+
+    def __enter__(self) -> Toolbox:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
