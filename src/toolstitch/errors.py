@@ -9,6 +9,8 @@ The hierarchy::
     │   ├── MalformedChunk (also ValueError)         a chunk that is not an object (kept inside the core)
     │   ├── HistoryError                 ensure_valid_history(): the next request would be rejected
     │   ├── CallNotReadyError            tool_message() for a call that must not have run
+    │   ├── UnusableMessageError (also ValueError)   assistant_message(): no assistant message there
+    │   │   └── ChoiceNotFoundError      assistant_message(choice=n): the completion has no choice n
     │   ├── RecordedError                the error a recorded stream ended with, rebuilt by replay
     │   ├── RecordingFormatError (also ValueError)   a file that is no recording nor SSE body
     │   └── ToolCallError                why a call is ``invalid``/``incomplete`` (``call.error``)
@@ -25,7 +27,8 @@ The hierarchy::
         └── RecordingWarning             a recording could not be written (the stream went on)
 
 Errors *raised* to the caller are :class:`IncompleteStreamError`, :class:`HistoryError`,
-:class:`CallNotReadyError` and :class:`RecordingFormatError`. The :class:`ToolCallError` family is
+:class:`CallNotReadyError`, :class:`UnusableMessageError` and :class:`RecordingFormatError`.
+The :class:`ToolCallError` family is
 *recorded* on a call (``call.error``): they are exceptions so a user can ``raise call.error`` in their
 own loop, but toolstitch never raises them into the user's iteration, since a bad call must not stop
 the stream. Every call error keeps ``raw``: the argument text as received (or a bounded sample of it),
@@ -45,6 +48,7 @@ __all__ = [
     "ArgumentsNotAnObject",
     "CallIncomplete",
     "CallNotReadyError",
+    "ChoiceNotFoundError",
     "EmptyArguments",
     "HistoryError",
     "InBandError",
@@ -61,6 +65,7 @@ __all__ = [
     "ToolCallError",
     "ToolstitchError",
     "UnknownTool",
+    "UnusableMessageError",
 ]
 
 
@@ -201,6 +206,28 @@ class CallNotReadyError(ToolstitchError):
         super().__init__(message)
         self.call = call
         self.status = status
+
+
+class UnusableMessageError(ToolstitchError, ValueError):
+    """``assistant_message()`` was given something that holds no assistant message it can use (a
+    message of another role, a completion without the requested choice).
+
+    A ``ValueError`` too, so code written for the builders' earlier errors keeps working.
+    """
+
+
+class ChoiceNotFoundError(UnusableMessageError):
+    """The completion has no choice with the requested ``index``.
+
+    ``choice`` is the index asked for, ``available`` the indexes the completion has. A completion
+    whose only choice has index 1 (an ``n=2`` request cut short, a proxy that renumbers) is answered
+    this way rather than by silently taking another choice's message.
+    """
+
+    def __init__(self, choice: int, available: Sequence[int]) -> None:
+        self.choice = choice
+        self.available = list(available)
+        super().__init__(f"the completion has no choice {choice} (choices: {self.available})")
 
 
 class RecordingFormatError(ToolstitchError, ValueError):

@@ -176,6 +176,21 @@ def test_sdk_message_objects_are_accepted_in_a_history() -> None:
 LONG_DESCRIPTION = "x" * 1100
 
 
+def nested(depth: int) -> dict[str, Any]:
+    """A dict nested ``depth`` levels deep."""
+    out: dict[str, Any] = {}
+    for _ in range(depth - 1):
+        out = {"a": out}
+    return out
+
+
+def fn_tool(name: str, parameters: Any = None) -> Msg:
+    function: Msg = {"name": name}
+    if parameters is not None:
+        function["parameters"] = parameters
+    return {"type": "function", "function": function}
+
+
 def too_many_tools() -> list[Msg]:
     return [{"type": "function", "function": {"name": f"t{i}"}} for i in range(129)]
 
@@ -447,6 +462,35 @@ INVALID: list[tuple[str, str, Any, str, str, int | None]] = [
     ("H82-llama.cpp-null", "llama.cpp", [user(), asst(call()), tool()], "H82", "error", 1),
     ("H82-vllm-null", "vllm", [user(), asst(call()), tool()], "H82", "warning", 1),
     ("H84-ollama-null", "ollama", [user(), asst(call()), tool()], "H84", "error", 1),
+    ("H90-nested-too-deep", "openai", [user(), asst(content="hi", reasoning=nested(300))], "H90", "error", 1),
+    (
+        "H91-not-json-schema",
+        "openai",
+        {"messages": [user()], "tools": [fn_tool("f", {"type": "str"})]},
+        "H91",
+        "error",
+        None,
+    ),
+    (
+        "H92-no-type",
+        "openai",
+        {"messages": [user()], "tools": [{"function": {"name": "f"}}]},
+        "H92",
+        "error",
+        None,
+    ),
+    (
+        "H93-unknown-tool-choice",
+        "openai",
+        {
+            "messages": [user()],
+            "tools": [fn_tool("f")],
+            "tool_choice": {"type": "function", "function": {"name": "g"}},
+        },
+        "H93",
+        "error",
+        None,
+    ),
 ]
 
 

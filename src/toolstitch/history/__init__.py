@@ -17,9 +17,15 @@ request, because the broken turn stays in the saved history. The rules enforced 
   thought signatures (H45-H47), DeepSeek's ``reasoning_content`` (H62), local servers' JSON
   arguments and non-null content (H73, H82, H84). Request-level rules (H14-H17, H30, H31, H34) are
   checked by :func:`validate_request`.
+* toolstitch's own: H00 input that is no chat message list; H90 a message nested too deep to send;
+  and, in :func:`validate_request`, the request as a contract: H91 ``parameters`` that are not JSON
+  Schema, H92 a tool without ``"type": "function"``, H93 a ``tool_choice`` naming no offered tool,
+  H30 two tools with one name.
 
-Three promises hold everywhere in this package: the ``arguments`` text is never re-serialised or
-changed; the input is never mutated; every repair is reported.
+Four promises hold everywhere in this package: the ``arguments`` text is never re-serialised or
+changed; the input is never mutated; every repair is reported; and hostile input (``None``, a
+message nested 900 levels deep, 20,000 tool calls) costs linear time and gives problems, not
+exceptions.
 
 What lives where, so that each concern can be read (and changed) on its own:
 

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 import pydantic
 
-from ..errors import CallNotReadyError
+from ..errors import CallNotReadyError, ChoiceNotFoundError, UnusableMessageError
 from ._common import _MISSING, Message, _plain, _tool_dict
 from ._dialects import Dialect, get_dialect
 
@@ -42,21 +42,32 @@ class ToolCallLike(Protocol):
 
 
 def _resolve_message(source: Any, choice: int) -> Any:
-    """The assistant message inside a stream, a completion, or a message (model or dict)."""
+    """The assistant message inside a stream, a completion, or a message (model or dict).
+
+    A choice is picked by its ``index``, never by its position: a completion whose only choice has
+    index 1 has no choice 0, and answering with choice 1's message would put another choice's
+    calls in the history. A choice without a usable ``index`` counts at its position.
+    """
     final = getattr(source, "get_final_completion", None)
     if callable(final):
         source = final()
     choices = source.get("choices") if isinstance(source, Mapping) else getattr(source, "choices", None)
     if choices is None:
         return source
+    if not isinstance(choices, list | tuple):
+        raise UnusableMessageError(f"choices is a {type(choices).__name__}, not a list")
     by_index: dict[int, Any] = {}
     for position, ch in enumerate(choices):
         index = ch.get("index") if isinstance(ch, Mapping) else getattr(ch, "index", None)
-        by_index.setdefault(index if isinstance(index, int) else position, ch)
+        key = index if isinstance(index, int) and not isinstance(index, bool) else position
+        by_index.setdefault(key, ch)
     if choice not in by_index:
-        raise ValueError(f"the completion has no choice {choice} (choices: {sorted(by_index)})")
+        raise ChoiceNotFoundError(choice, sorted(by_index))
     picked = by_index[choice]
-    return picked.get("message") if isinstance(picked, Mapping) else picked.message
+    message = picked.get("message") if isinstance(picked, Mapping) else getattr(picked, "message", None)
+    if message is None:
+        raise UnusableMessageError(f"choice {choice} has no message")
+    return message
 
 
 def _provider_fields(data: Mapping[str, Any], known: frozenset[str]) -> dict[str, Any]:
@@ -70,10 +81,10 @@ def _shape_call(call: Mapping[str, Any], d: Dialect) -> dict[str, Any]:
     kind = call.get("type") or ("custom" if "custom" in call else "function")
     out: dict[str, Any] = {"id": call_id, "type": kind}
     if kind == "custom":
-        custom = call.get("custom") or {}
+        custom = _mapping(call.get("custom"))
         out["custom"] = {"name": custom.get("name"), "input": custom.get("input")}
     else:
-        fn = call.get("function") or {}
+        fn = _mapping(call.get("function"))
         function = {"name": fn.get("name"), "arguments": fn.get("arguments")}
         if d.keep_provider_fields:
             function.update(_provider_fields(fn, frozenset({"name", "arguments"})))
@@ -81,6 +92,12 @@ def _shape_call(call: Mapping[str, Any], d: Dialect) -> dict[str, Any]:
     if d.keep_provider_fields:
         out.update(_provider_fields(call, _SDK_CALL_FIELDS))
     return out
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    """``value`` when it is a mapping, else ``{}``: a hostile ``function`` (a string, a number)
+    reads as missing, and the validator reports the call, rather than the builder raising."""
+    return value if isinstance(value, Mapping) else {}
 
 
 def _call_order(position_call: tuple[int, Any]) -> int:
@@ -105,15 +122,21 @@ def assistant_message(source: Any, *, choice: int = 0, dialect: str | Dialect = 
     * ``refusal`` is kept; ids are rewritten where the dialect requires (Mistral's 9 characters,
       Anthropic's pattern, OpenAI's 40), deterministically, so :func:`tool_message` agrees;
     * provider fields (``reasoning_content``, ``reasoning``, Gemini's ``extra_content``) are kept,
-      except for Mistral, whose schema rejects them.
+      except for Mistral, whose schema rejects them. They are copied without recursion, so a
+      provider field nested hundreds of levels deep is kept, not a crash.
+
+    Raises :class:`~toolstitch.errors.ChoiceNotFoundError` when the completion has no choice with
+    that ``index`` (a ``ValueError``), :class:`~toolstitch.errors.UnusableMessageError` for a
+    message of another role, and ``TypeError`` for something that is no message at all.
     """
     d = get_dialect(dialect)
     data = _plain(_resolve_message(source, choice))
     if not isinstance(data, Mapping):
         raise TypeError(f"expected a completion, a stream or a message, got {type(source).__name__}")
     if data.get("role", "assistant") != "assistant":
-        raise ValueError(f"expected an assistant message, got role {data.get('role')!r}")
-    raw_calls = data.get("tool_calls") or []
+        raise UnusableMessageError(f"expected an assistant message, got role {data.get('role')!r}")
+    raw_calls = data.get("tool_calls")
+    raw_calls = raw_calls if isinstance(raw_calls, list) else []
     ordered = sorted(enumerate(raw_calls), key=_call_order)
     calls = [_shape_call(c, d) for _, c in ordered if isinstance(c, Mapping)]
     content = data.get("content")
@@ -146,8 +169,9 @@ def _call_facts(call: Any) -> tuple[Any, str | None, str | None, BaseException |
     dicts come from a finished completion, so they have no status (``None``)."""
     if isinstance(call, pydantic.BaseModel | Mapping):
         data = _plain(call)
-        body = data.get("function") or data.get("custom") or {}
-        return data.get("id"), body.get("name"), None, None
+        body = _mapping(data.get("function") or data.get("custom"))
+        name = body.get("name")
+        return data.get("id"), name if isinstance(name, str) else None, None, None
     status = getattr(call, "status", None)
     error = getattr(call, "error", None)
     return (

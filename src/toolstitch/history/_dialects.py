@@ -10,6 +10,10 @@ A *dialect* is a family of servers that share history rules: ``openai`` (default
 * :data:`RULES` -- every check ``validate_history`` runs, by the rule id of
   ``research/history-rules.md`` (H01-H63 plus a few from later sections), saying for which dialects a
   violation is an error and for which a warning, and the server's error text it prevents.
+  H00 and H90-H93 are toolstitch's own: H00 a list or entry that is no chat message, H90 a message
+  nested past :data:`NESTING_LIMIT`, H91 a tool whose ``parameters`` are not JSON Schema, H92 a tool
+  without ``"type": "function"``, H93 a ``tool_choice`` that names no offered tool (with H30,
+  duplicate tool names, they make sure a request is a contract calls can be checked against).
 
 Why a table: a server's rules are facts about that server, and they change. Keeping them as data
 makes "which dialect enforces what" readable in one place and testable rule by rule.
@@ -30,6 +34,7 @@ from typing import Any, Literal
 __all__ = [
     "DIALECTS",
     "DIALECT_NAMES",
+    "NESTING_LIMIT",
     "RULES",
     "Dialect",
     "DialectName",
@@ -56,8 +61,10 @@ _ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 def _base62(text: str, size: int) -> str:
     """``size`` base-62 characters derived from ``text``: deterministic, so that the assistant
-    message and the tool message, built separately, rewrite one id to the same new id."""
-    number = int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest(), "big")
+    message and the tool message, built separately, rewrite one id to the same new id.
+    ``surrogatepass``: an id holding a lone surrogate (a proxy that splits strings by UTF-16 code
+    units) still hashes, rather than raising."""
+    number = int.from_bytes(hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest(), "big")
     out = []
     for _ in range(size):
         number, digit = divmod(number, 62)
@@ -70,7 +77,9 @@ _ANTHROPIC_ID = re.compile(r"[a-zA-Z0-9_-]+")
 _UNSAFE_ID_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
 #: OpenAI's documented limit is 40 characters; ids up to 64 were accepted in 2026 (H12).
 OPENAI_ID_WARN = 40
-OPENAI_ID_MAX = 64
+#: How deeply a message may nest (H90): pydantic's JSON parser, under vLLM, SGLang and the LiteLLM
+#: proxy, refuses input nested past about 200 levels (Rust's serde_json past 128).
+NESTING_LIMIT = 200
 
 
 @dataclass(frozen=True)
@@ -500,9 +509,11 @@ _RULE_LIST = (
     Rule(
         "H30",
         "tool names must be unique",
-        errors=frozenset({"anthropic-compat"}),
-        text="tools: Tool names must be unique.",
-        source="anthropics/claude-code#10687",
+        errors=ALL,
+        text=None,
+        texts={"anthropic-compat": "tools: Tool names must be unique."},
+        source="anthropics/claude-code#10687; everywhere else: toolstitch's contract (rule 10), since"
+        " a call to a name offered twice could not be checked against one schema",
     ),
     Rule(
         "H31",
@@ -623,4 +634,38 @@ _RULE_LIST = (
     ),
 )
 
-RULES: Mapping[str, Rule] = {rule.id: rule for rule in _RULE_LIST}
+#: toolstitch's own request rules (H90-H93). A request that breaks them has no contract a call can
+#: be checked against, or cannot be read by the server, so they are errors for every dialect.
+_CONTRACT_RULES = (
+    Rule(
+        "H90",
+        f"a message must not be nested deeper than {NESTING_LIMIT} levels",
+        errors=ALL,
+        text=None,
+        source="pydantic-core's JSON parser (vLLM, SGLang, LiteLLM proxy) refuses about 200 levels;"
+        " serde_json 128; Python's json module about 1000",
+    ),
+    Rule(
+        "H91",
+        "a function tool's parameters must be a valid JSON Schema object",
+        errors=ALL,
+        text=None,
+        source="toolstitch's contract: no call of the tool could be checked against it (rule 10)",
+    ),
+    Rule(
+        "H92",
+        'tools is a list of objects, each with "type": "function" (or "custom")',
+        errors=ALL,
+        text=None,
+        source="OpenAI's tools schema; toolstitch's contract (rule 10)",
+    ),
+    Rule(
+        "H93",
+        'tool_choice is "none", "auto", "required" or names a tool the request offers',
+        errors=ALL,
+        text=None,
+        source="OpenAI's tool_choice schema; toolstitch's contract (rule 10)",
+    ),
+)
+
+RULES: Mapping[str, Rule] = {rule.id: rule for rule in (*_RULE_LIST, *_CONTRACT_RULES)}

@@ -7,7 +7,7 @@ what the validator still finds.
 
 from __future__ import annotations
 
-import copy
+from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -87,7 +87,9 @@ class _Slot:
 class _Repair:
     def __init__(self, messages: Sequence[Any], d: Dialect) -> None:
         self.d = d
-        self.items = [_Item(copy.deepcopy(_plain(m)), i) for i, m in enumerate(messages)]
+        # _plain copies (a deep copy as far as anything here could change), so no deepcopy: that
+        # would recurse, and fail on a provider field nested deeper than the recursion limit.
+        self.items = [_Item(_plain(m), i) for i, m in enumerate(messages)]
         self.log: list[tuple[Action, str, _Item, str]] = []
         self.slots: dict[int, list[_Slot]] = {}  # id(owner item) -> its slots
 
@@ -186,8 +188,14 @@ class _Repair:
     # -- pairing ----------------------------------------------------------------------------
 
     def assign(self) -> None:
-        """Give each tool message the declared call it answers, or mark it dropped."""
-        open_slots: dict[str, list[_Slot]] = {}
+        """Give each tool message the declared call it answers, or mark it dropped.
+
+        Linear in the number of calls and messages, even when every call repeats one id: each id
+        keeps its unanswered slots on a stack (the latest declared on top) and, per assistant
+        message, in a queue (declared order); an answered slot is skipped once, lazily.
+        """
+        latest: dict[str, list[_Slot]] = {}  # id -> its slots, latest declared last
+        own: dict[tuple[str, int], deque[_Slot]] = {}  # (id, owner item) -> slots, declared order
         current: _Item | None = None  # the assistant whose contiguous tool run we are in
         for item in self.items:
             m = item.msg
@@ -200,21 +208,24 @@ class _Repair:
                 for slot in slots:
                     call_id = slot.call.get("id")
                     if isinstance(call_id, str) and call_id:
-                        open_slots.setdefault(call_id, []).append(slot)
+                        latest.setdefault(call_id, []).append(slot)
+                        own.setdefault((call_id, id(item)), deque()).append(slot)
                 continue
             call_id = m.get("tool_call_id")
             if not isinstance(call_id, str) or not call_id:
                 self.drop(item, "H07", "a tool message without tool_call_id")
                 continue
-            waiting = [s for s in open_slots.get(call_id, []) if s.result is None]
-            here = [s for s in waiting if s.owner is current]
+            here = own.get((call_id, id(current))) if current is not None else None
+            while here and here[0].result is not None:
+                here.popleft()
+            waiting = latest.get(call_id)
             if here:
-                here[0].result = item
-            elif waiting:
-                waiting[-1].result = item
-                owner = waiting[-1].owner.src
-                self.note("moved", "H04", item, f"result for {call_id!r} moved after #{owner}")
-            elif open_slots.get(call_id):
+                here.popleft().result = item
+            elif waiting and _pop_answered(waiting):
+                slot = waiting[-1]
+                slot.result = item
+                self.note("moved", "H04", item, f"result for {call_id!r} moved after #{slot.owner.src}")
+            elif waiting is not None:
                 self.drop(item, "H06", f"a second result for {call_id!r}")
             else:
                 self.drop(item, "H01", f"a result for {call_id!r}, which no earlier call declared")
@@ -271,6 +282,13 @@ class _Repair:
         body = call.get("function") or call.get("custom") or {}
         name = body.get("name") if isinstance(body, Mapping) else None
         return _tool_dict(str(call.get("id")), NOT_EXECUTED, name, self.d)
+
+
+def _pop_answered(slots: list[_Slot]) -> bool:
+    """Drop answered slots from the top of ``slots``; True when an unanswered one is left."""
+    while slots and slots[-1].result is not None:
+        slots.pop()
+    return bool(slots)
 
 
 def repair_history(

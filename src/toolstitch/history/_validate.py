@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import HistoryError
-from ._common import _MISSING, _plain, _tool_calls
-from ._dialects import RULES, Dialect, Severity, get_dialect
+from ._common import _MISSING, COPY_DEPTH, _plain, _tool_calls, to_plain
+from ._dialects import NESTING_LIMIT, RULES, Dialect, Severity, get_dialect
 
 _ROLES_WITH_NAME = frozenset({"system", "developer", "user", "assistant"})
 _NAME = re.compile(r"[a-zA-Z0-9_-]+")
@@ -87,6 +87,10 @@ class _Block:
     declared: list[str]
     answered: dict[str, int] = field(default_factory=dict)
     order: list[str] = field(default_factory=list)
+    known: set[str] = field(init=False)  # ``declared`` as a set: one lookup per tool message
+
+    def __post_init__(self) -> None:
+        self.known = set(self.declared)
 
 
 class _Checker:
@@ -341,7 +345,7 @@ class _Checker:
                     id=call_id,
                     prev_role=run_after,
                 )
-            elif call_id not in block.declared:
+            elif call_id not in block.known:
                 if call_id in unanswered:
                     self.interloper(i, call_id, unanswered, reported, msgs)
                 what = f"tool message answers {call_id!r}, which #{block.index} did not declare"
@@ -432,16 +436,49 @@ def _signed(message: Mapping[str, Any]) -> bool:
     return any(isinstance(c, Mapping) and c.get("extra_content") for c in _tool_calls(message))
 
 
-def _check(messages: Sequence[Any], d: Dialect) -> _Checker:
-    checker = _Checker(d)
-    msgs = [_plain(m) for m in messages]
+def _as_list(value: Any) -> list[Any] | None:
+    """``value`` as a list when it is a list of entries (any iterable but text, bytes and
+    mappings, which iterate to characters or keys), else ``None``."""
+    if isinstance(value, list):
+        return value
+    if isinstance(value, str | bytes | bytearray | Mapping) or not isinstance(value, Iterable):
+        return None
+    return list(value)
+
+
+def _not_a_list(checker: _Checker, value: Any, what: str) -> None:
+    checker.add(None, "H00", f"{what} is {_json_type(value)}, not a list", param=what)
+
+
+def _read(messages: list[Any], checker: _Checker) -> list[Any]:
+    """Each message as plain data, reporting the ones nested too deep to send (H90)."""
+    out = []
+    for i, m in enumerate(messages):
+        data, depth = to_plain(m)
+        if depth > COPY_DEPTH:
+            checker.add(
+                i, "H90", f"the message is nested more than {COPY_DEPTH} levels deep, or contains itself"
+            )
+        elif depth > NESTING_LIMIT:
+            what = (
+                f"the message is nested {depth} levels deep; servers' JSON parsers refuse more than "
+                f"{NESTING_LIMIT} (pydantic) or 128 (serde_json)"
+            )
+            checker.add(i, "H90", what)
+        out.append(data)
+    return out
+
+
+def _check(messages: list[Any], checker: _Checker) -> list[Any]:
+    """Run every message rule over ``messages``; return them as plain data."""
+    msgs = _read(messages, checker)
     if not msgs:
         checker.add(None, "H00", "the messages list is empty", variant="empty", param="messages")
     for i, m in enumerate(msgs):
         checker.message(i, m, len(msgs) - 1)
     checker.structure(msgs)
     checker.dialect_rules(msgs)
-    return checker
+    return msgs
 
 
 def _sorted(problems: list[HistoryProblem]) -> list[HistoryProblem]:
@@ -453,67 +490,174 @@ def validate_history(messages: Sequence[Any], dialect: str | Dialect = "openai")
     (warnings), ordered by message index; ``[]`` when the history is valid.
 
     ``messages`` holds dicts or the SDK's message models, as passed to ``create(messages=...)``.
+    Anything else (``None``, a string, a dict) is one H00 problem, not an exception. The cost is
+    linear in the size of the history, whatever it holds.
     """
-    return _sorted(_check(messages, get_dialect(dialect)).problems)
-
-
-def validate_request(body: Mapping[str, Any], dialect: str | Dialect = "openai") -> list[HistoryProblem]:
-    """:func:`validate_history` of ``body["messages"]`` plus the request-level rules on ``tools``,
-    ``tool_choice``, ``parallel_tool_calls`` and ``n`` (H13-H17, H30, H31, H34).
-
-    ``body`` is the keyword arguments of ``chat.completions.create`` (or a saved request body).
-    Request-level problems have ``index=None``.
-    """
-    d = get_dialect(dialect)
-    messages = body.get("messages")
-    if isinstance(messages, list | tuple):
-        checker = _check(messages, d)
+    checker = _Checker(get_dialect(dialect))
+    msgs = _as_list(messages)
+    if msgs is None:
+        _not_a_list(checker, messages, "messages")
     else:
-        checker = _Checker(d)
-        checker.add(None, "H00", f"messages is {_json_type(messages)}, not a list", param="messages")
-    tools = body.get("tools")
-    has_tools = isinstance(tools, list) and bool(tools)
-    if isinstance(tools, list):
-        _check_tools(checker, tools)
-    for key in ("tool_choice", "parallel_tool_calls"):
-        if body.get(key) is not None and not has_tools:
-            what = f"{key} is set but the request has no tools"
-            checker.add(None, "H17", what, variant=key, param=key, key=key)
-    if isinstance(messages, list | tuple) and not has_tools:
-        views = [_plain(m) for m in messages]
-        if any(isinstance(m, Mapping) and (_tool_calls(m) or m.get("role") == "tool") for m in views):
-            checker.add(None, "H31", "the history has tool calls but the request has no tools")
-    if body.get("n") not in (None, 1):
-        checker.add(None, "H34", f"n is {body.get('n')!r}; this server only produces one choice")
+        _check(msgs, checker)
     return _sorted(checker.problems)
 
 
-def _check_tools(checker: _Checker, tools: list[Any]) -> None:
+def validate_request(
+    body: Mapping[str, Any] | None = None, dialect: str | Dialect = "openai", **fields: Any
+) -> list[HistoryProblem]:
+    """:func:`validate_history` of the request's ``messages`` plus the request-level rules on
+    ``tools``, ``tool_choice``, ``parallel_tool_calls`` and ``n`` (H13-H17, H30, H31, H34,
+    H91-H93).
+
+    The request is ``body`` (the keyword arguments of ``chat.completions.create``, or a saved
+    request body), the keyword arguments, or both (keywords win)::
+
+        validate_request({"messages": msgs, "tools": tools})
+        validate_request(messages=msgs, tools=tools, tool_choice="auto")
+        validate_request(**create_kwargs)
+
+    ``tools`` given as another iterable than a list is read once, here: pass the same list to the
+    request. Request-level problems have ``index=None``.
+    """
+    d = get_dialect(dialect)
+    checker = _Checker(d)
+    if body is not None and not isinstance(body, Mapping):
+        checker.add(None, "H00", f"the request is {_json_type(body)}, not an object", param="body")
+        return checker.problems
+    request = {**(body or {}), **fields}
+    raw_messages = request.get("messages")
+    messages = _as_list(raw_messages)
+    if messages is None:
+        _not_a_list(checker, raw_messages, "messages")
+        views: list[Any] = []
+    else:
+        views = _check(messages, checker)
+    tools = _offered_tools(checker, request)
+    has_tools = bool(tools)
+    for key in ("tool_choice", "parallel_tool_calls"):
+        if request.get(key) is not None and not has_tools:
+            what = f"{key} is set but the request has no tools"
+            checker.add(None, "H17", what, variant=key, param=key, key=key)
+    if has_tools and request.get("tool_choice") is not None:
+        _check_tool_choice(checker, request["tool_choice"], tools)
+    if not has_tools and any(
+        isinstance(m, Mapping) and (_tool_calls(m) or m.get("role") == "tool") for m in views
+    ):
+        checker.add(None, "H31", "the history has tool calls but the request has no tools")
+    if request.get("n") not in (None, 1):
+        checker.add(None, "H34", f"n is {request.get('n')!r}; this server only produces one choice")
+    return _sorted(checker.problems)
+
+
+def _offered_tools(checker: _Checker, request: Mapping[str, Any]) -> dict[str, str]:
+    """Check ``tools``; return the offered tools' names and kinds (``"function"``/``"custom"``)."""
+    raw = request.get("tools")
+    if raw is None:
+        return {}
+    tools = _as_list(raw)
+    if tools is None:
+        checker.add(None, "H92", f"tools is {_json_type(raw)}, not a list of tools", param="tools")
+        return {}
     if not tools:
         checker.add(None, "H16", "tools is an empty list; omit the key instead", param="tools")
     if len(tools) > 128:
         checker.add(None, "H15", f"{len(tools)} tools", param="tools", length=len(tools))
-    names: set[str] = set()
+    offered: dict[str, str] = {}
     for k, tool in enumerate(tools):
-        data = _plain(tool)
-        if not isinstance(data, Mapping):
+        name = _check_tool(checker, k, _plain(tool))
+        if name is None:
             continue
-        part = "custom" if data.get("type") == "custom" else "function"
-        body = data.get(part)
-        if not isinstance(body, Mapping):
-            checker.add(None, "H11", f"tool {k} has no {part}", param=f"tools[{k}].{part}")
-            continue
-        name = body.get("name")
-        if isinstance(name, str) and name:
-            checker.function_name(None, name, f"tools[{k}].{part}.name")
-            if name in names:
-                checker.add(None, "H30", f"two tools are named {name!r}")
-            names.add(name)
-        description = body.get("description")
-        if isinstance(description, str) and len(description) > 1024:
-            param = f"tools[{k}].{part}.description"
-            what = f"tool {name!r} has a {len(description)}-character description"
-            checker.add(None, "H14", what, param=param, length=len(description))
+        if name[0] in offered:
+            checker.add(None, "H30", f"two tools are named {name[0]!r}", param=f"tools[{k}]")
+        offered.setdefault(*name)
+    return offered
+
+
+def _check_tool(checker: _Checker, k: int, data: Any) -> tuple[str, str] | None:
+    """Check one tool; ``(name, kind)`` when it has a name."""
+    if not isinstance(data, Mapping):
+        checker.add(None, "H92", f"tool {k} is {_json_type(data)}, not an object", param=f"tools[{k}]")
+        return None
+    kind = data.get("type")
+    if kind not in ("function", "custom"):
+        what = f'tool {k} has no "type": "function"' if kind is None else f"tool {k} has type {kind!r}"
+        checker.add(None, "H92", what, param=f"tools[{k}].type")
+    part = "custom" if kind == "custom" else "function"
+    body = data.get(part)
+    if not isinstance(body, Mapping):
+        checker.add(None, "H11", f"tool {k} has no {part}", param=f"tools[{k}].{part}")
+        return None
+    name = body.get("name")
+    description = body.get("description")
+    if isinstance(description, str) and len(description) > 1024:
+        param = f"tools[{k}].{part}.description"
+        what = f"tool {name!r} has a {len(description)}-character description"
+        checker.add(None, "H14", what, param=param, length=len(description))
+    if part == "function" and "parameters" in body:
+        _check_schema(checker, k, name, body["parameters"])
+    if not isinstance(name, str) or not name:
+        checker.add(None, "H11", f"tool {k} has no name", param=f"tools[{k}].{part}.name")
+        return None
+    checker.function_name(None, name, f"tools[{k}].{part}.name")
+    return name, part
+
+
+def _check_schema(checker: _Checker, k: int, name: Any, schema: Any) -> None:
+    """H91: ``parameters`` must be a JSON Schema object, valid against its metaschema."""
+    import jsonschema  # imported on first use, like the core's schema checks
+
+    param = f"tools[{k}].function.parameters"
+    if not isinstance(schema, Mapping):
+        what = f"the parameters of tool {name!r} are {_json_type(schema)}, not a JSON Schema object"
+        checker.add(None, "H91", what, param=param, name=name)
+        return
+    try:
+        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+        cls.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        path = "/".join(str(p) for p in exc.absolute_path) or "(root)"
+        what = f"the parameters of tool {name!r} are not a valid JSON Schema: at {path}: {exc.message}"
+        checker.add(None, "H91", what, param=param, name=name)
+    except Exception as exc:  # a schema too deep or too odd to check is not known to be valid
+        what = f"the parameters of tool {name!r} could not be checked as a JSON Schema: {exc!r}"[:300]
+        checker.add(None, "H91", what, param=param, name=name)
+
+
+def _check_tool_choice(checker: _Checker, choice: Any, offered: Mapping[str, str]) -> None:
+    """H93: ``tool_choice`` is ``"none"``/``"auto"``/``"required"`` or names an offered tool."""
+    if isinstance(choice, str):
+        if choice not in ("none", "auto", "required"):
+            what = f'tool_choice is {choice!r}, not "none", "auto", "required" or a named tool'
+            checker.add(None, "H93", what, param="tool_choice")
+        return
+    data = _plain(choice)
+    kind = data.get("type") if isinstance(data, Mapping) else None
+    if kind in ("function", "custom"):
+        body = data.get(kind)
+        names = [body.get("name") if isinstance(body, Mapping) else None]
+        where = f"tool_choice.{kind}.name"
+    elif kind == "allowed_tools":
+        allowed = data.get("allowed_tools")
+        listed = allowed.get("tools") if isinstance(allowed, Mapping) else None
+        if not isinstance(listed, list) or not listed:
+            checker.add(None, "H93", "tool_choice allows no tools", param="tool_choice.allowed_tools")
+            return
+        names = []
+        for tool in listed:
+            entry = tool.get(tool.get("type", "function")) if isinstance(tool, Mapping) else None
+            names.append(entry.get("name") if isinstance(entry, Mapping) else None)
+        where = "tool_choice.allowed_tools.tools"
+    else:
+        what = f"tool_choice is {_json_type(choice)} without a known type ({kind!r})"
+        checker.add(None, "H93", what, param="tool_choice")
+        return
+    known = ", ".join(sorted(offered)) or "none"
+    for name in names:
+        if not isinstance(name, str) or not name:
+            checker.add(None, "H93", "tool_choice names no tool", param=where)
+        elif name not in offered:
+            what = f"tool_choice names {name!r}, which the request does not offer (offered: {known})"
+            checker.add(None, "H93", what, param=where, name=name)
 
 
 def ensure_valid_history(messages: Sequence[Any], dialect: str | Dialect = "openai") -> None:
