@@ -3,11 +3,21 @@
 * :mod:`._stream`  ``StitchedStream`` / ``AsyncStitchedStream``: the SDK's chunks, unchanged, fed
   through one :class:`~toolstitch.Accumulator`.
 * :mod:`._wrap`    ``wrap(client)``: a proxy of the SDK client whose streaming ``create`` returns them.
+* :mod:`._types`   for type checkers only: ``wrap(OpenAI())`` is a ``StitchedOpenAI``, an ``OpenAI``
+  whose streamed ``create`` returns a ``StitchedStream`` (and the async and Azure twins).
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ._stream import AsyncStitchedStream, StitchedStream
 from ._wrap import WrappedClient, wrap
+
+if TYPE_CHECKING:  # what a type checker sees wrap() return; nothing at run time (see ._types)
+    from ._types import AsyncStitchedAzureOpenAI as AsyncStitchedAzureOpenAI
+    from ._types import AsyncStitchedOpenAI as AsyncStitchedOpenAI
+    from ._types import StitchedAzureOpenAI as StitchedAzureOpenAI
+    from ._types import StitchedOpenAI as StitchedOpenAI
 
 __all__ = ["AsyncStitchedStream", "StitchedStream", "WrappedClient", "wrap"]

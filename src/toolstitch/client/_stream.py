@@ -54,6 +54,16 @@ class _Base(Generic[_S]):
         self.recorder = recorder
         """What records this stream (``None`` unless recording was asked for)."""
         self._request = request
+        self._iterator = self._iterate()
+
+    def _iterate(self) -> Any:
+        raise NotImplementedError  # each twin iterates its SDK stream its own way (for / async for)
+
+    def _take(self, chunk: Any) -> None:
+        """One chunk of the SDK stream, in both twins: the recorder sees it first, then the core."""
+        if self.recorder is not None:
+            self.recorder.on_chunk(chunk)
+        self.accumulator.feed(chunk)
 
     def record(self, target: str | os.PathLike[str] | IO[str], *, redact: Redact = False) -> Recorder:
         """Record this stream to ``target`` (a path, or an open text file) as JSONL.
@@ -108,24 +118,13 @@ class _Base(Generic[_S]):
 class StitchedStream(_Base[Any]):
     """Yields the SDK's ``ChatCompletionChunk`` objects unchanged while merging tool calls."""
 
-    def __init__(
-        self,
-        sdk_stream: Any,
-        accumulator: Accumulator,
-        *,
-        recorder: StreamRecorder | None = None,
-        request: Mapping[str, Any] | None = None,
-    ) -> None:
-        super().__init__(sdk_stream, accumulator, recorder=recorder, request=request)
-        self._iterator = self._iterate()
+    _iterator: Generator[ChatCompletionChunk, None, None]
 
     def _iterate(self) -> Generator[ChatCompletionChunk, None, None]:
-        feed = self.accumulator.feed
+        # The twins differ only in ``for``; what happens to a chunk is ``_take``, shared.
         try:
             for chunk in self._sdk_stream:
-                if self.recorder is not None:
-                    self.recorder.on_chunk(chunk)
-                feed(chunk)
+                self._take(chunk)
                 yield chunk
         except BaseException as exc:
             self._input_over(exc)
@@ -175,24 +174,13 @@ class StitchedStream(_Base[Any]):
 class AsyncStitchedStream(_Base[Any]):
     """The async twin of :class:`StitchedStream`."""
 
-    def __init__(
-        self,
-        sdk_stream: Any,
-        accumulator: Accumulator,
-        *,
-        recorder: StreamRecorder | None = None,
-        request: Mapping[str, Any] | None = None,
-    ) -> None:
-        super().__init__(sdk_stream, accumulator, recorder=recorder, request=request)
-        self._iterator = self._iterate()
+    _iterator: AsyncGenerator[ChatCompletionChunk, None]
 
     async def _iterate(self) -> AsyncGenerator[ChatCompletionChunk, None]:
-        feed = self.accumulator.feed
+        # The twins differ only in ``async for``; what happens to a chunk is ``_take``, shared.
         try:
             async for chunk in self._sdk_stream:
-                if self.recorder is not None:
-                    self.recorder.on_chunk(chunk)
-                feed(chunk)
+                self._take(chunk)
                 yield chunk
         except BaseException as exc:
             self._input_over(exc)

@@ -17,10 +17,23 @@ from __future__ import annotations
 
 import inspect
 import os
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from openai import AsyncOpenAI, OpenAI
+
+if TYPE_CHECKING:
+    from openai import AsyncAzureOpenAI, AzureOpenAI
+    from typing_extensions import Unpack
+
+    from ._types import (
+        AsyncStitchedAzureOpenAI,
+        AsyncStitchedOpenAI,
+        StitchedAzureOpenAI,
+        StitchedOpenAI,
+        WrapOptions,
+    )
 
 from ..core._accumulator import Accumulator
 from ..core._call import now
@@ -29,6 +42,8 @@ from ..recording._recorder import Redact, recording_path, redact_parts
 from ._stream import AsyncStitchedStream, StitchedStream
 
 __all__ = ["WrappedClient", "wrap"]
+
+_Stream = TypeVar("_Stream", StitchedStream, AsyncStitchedStream)
 
 
 class _Options:
@@ -51,20 +66,41 @@ class _Options:
         self.redact = redact
         redact_parts(redact)  # a wrong value fails here, not on the first stream
 
-    def start_recording(self, stream: StitchedStream | AsyncStitchedStream) -> None:
-        """One new file per stream when ``wrap(record=...)`` asked for it."""
+    def stitch(
+        self, cls: type[_Stream], sdk_stream: Any, request: Mapping[str, Any], started: float
+    ) -> _Stream:
+        """The stitched stream over ``sdk_stream``, with an accumulator that knows ``request``'s
+        contract, recorded to a new file when ``wrap(record=...)`` asked for it."""
+        stream = cls(sdk_stream, self.accumulator(request, started), request=request)
         if self.record is not None:
             stream.record(recording_path(self.record), redact=self.redact)
+        return stream
 
-    def accumulator(self, kwargs: dict[str, Any], started_at: float) -> Accumulator:
-        tools = kwargs.get("tools")
+    def accumulator(self, request: Mapping[str, Any], started_at: float) -> Accumulator:
+        """An accumulator for one streamed request (``request`` as :func:`_read_request` made it)."""
+        tools = request.get("tools")
         return Accumulator(
-            tools if isinstance(tools, (list, tuple)) else None,
+            tools if isinstance(tools, list) else None,
             limits=self.limits,
             empty_arguments=self.empty_arguments,
             started_at=started_at,
             recover_text_tool_calls=self.recover_text_tool_calls,
         )
+
+
+def _read_request(kwargs: dict[str, Any]) -> tuple[dict[str, Any], float]:
+    """The keyword arguments to send, and when the request started.
+
+    The request is the contract (rule 10): ``tools`` given as any iterable (a generator,
+    ``dict.values()``, ``map``, a tuple) is read here, once, into a list; that same list goes to the
+    SDK and to the accumulator, so every call is checked against exactly the tools the model was
+    offered. (Read twice, a generator would be sent by the SDK and be empty for the check.)
+    """
+    started = now()
+    tools = kwargs.get("tools")
+    if isinstance(tools, Iterable) and not isinstance(tools, list | str | bytes | Mapping):
+        kwargs = {**kwargs, "tools": list(tools)}
+    return kwargs, started
 
 
 class _Proxy:
@@ -94,11 +130,8 @@ class _Completions(_Proxy):
     def create(self, *args: Any, **kwargs: Any) -> Any:
         if kwargs.get("stream") is not True:
             return self._target.create(*args, **kwargs)
-        started = now()
-        sdk_stream = self._target.create(*args, **kwargs)
-        stream = StitchedStream(sdk_stream, self._opts.accumulator(kwargs, started), request=kwargs)
-        self._opts.start_recording(stream)
-        return stream
+        request, started = _read_request(kwargs)
+        return self._opts.stitch(StitchedStream, self._target.create(*args, **request), request, started)
 
     def with_options(self, *args: Any, **kwargs: Any) -> Any:
         return _Completions(self._target.with_options(*args, **kwargs), self._opts)
@@ -116,11 +149,9 @@ class _AsyncCompletions(_Proxy):
     async def create(self, *args: Any, **kwargs: Any) -> Any:
         if kwargs.get("stream") is not True:
             return await self._target.create(*args, **kwargs)
-        started = now()
-        sdk_stream = await self._target.create(*args, **kwargs)
-        stream = AsyncStitchedStream(sdk_stream, self._opts.accumulator(kwargs, started), request=kwargs)
-        self._opts.start_recording(stream)
-        return stream
+        request, started = _read_request(kwargs)
+        sdk_stream = await self._target.create(*args, **request)
+        return self._opts.stitch(AsyncStitchedStream, sdk_stream, request, started)
 
     def with_options(self, *args: Any, **kwargs: Any) -> Any:
         return _AsyncCompletions(self._target.with_options(*args, **kwargs), self._opts)
@@ -147,10 +178,8 @@ class _RawResponse(_Proxy):
             return self._target.parse(*args, **kwargs)
         if self._stitched is None:
             sdk_stream = self._target.parse()
-            accumulator = self._opts.accumulator(self._request, self._started)
             cls = AsyncStitchedStream if _is_async(sdk_stream) else StitchedStream
-            stream = cls(sdk_stream, accumulator, request=self._request)
-            self._opts.start_recording(stream)
+            stream = self._opts.stitch(cls, sdk_stream, self._request, self._started)
             object.__setattr__(self, "_stitched", stream)
         return self._stitched
 
@@ -163,8 +192,8 @@ class _RawCompletions(_Proxy):
     def create(self, *args: Any, **kwargs: Any) -> Any:
         if kwargs.get("stream") is not True:
             return self._target.create(*args, **kwargs)
-        started = now()
-        return _RawResponse(self._target.create(*args, **kwargs), self._opts, kwargs, started)
+        request, started = _read_request(kwargs)
+        return _RawResponse(self._target.create(*args, **request), self._opts, request, started)
 
 
 class _AsyncRawCompletions(_Proxy):
@@ -175,8 +204,8 @@ class _AsyncRawCompletions(_Proxy):
     async def create(self, *args: Any, **kwargs: Any) -> Any:
         if kwargs.get("stream") is not True:
             return await self._target.create(*args, **kwargs)
-        started = now()
-        return _RawResponse(await self._target.create(*args, **kwargs), self._opts, kwargs, started)
+        request, started = _read_request(kwargs)
+        return _RawResponse(await self._target.create(*args, **request), self._opts, request, started)
 
 
 def _raw_completions(target: Any, opts: _Options) -> _Proxy:
@@ -252,6 +281,16 @@ class WrappedClient(_Proxy):
         return WrappedClient(self._target.copy(*args, **kwargs), self._opts)
 
 
+@overload
+def wrap(client: AzureOpenAI, **options: Unpack[WrapOptions]) -> StitchedAzureOpenAI: ...
+@overload
+def wrap(client: OpenAI, **options: Unpack[WrapOptions]) -> StitchedOpenAI: ...
+@overload
+def wrap(client: AsyncAzureOpenAI, **options: Unpack[WrapOptions]) -> AsyncStitchedAzureOpenAI: ...
+@overload
+def wrap(client: AsyncOpenAI, **options: Unpack[WrapOptions]) -> AsyncStitchedOpenAI: ...
+
+
 def wrap(
     client: OpenAI | AsyncOpenAI,
     *,
@@ -263,8 +302,11 @@ def wrap(
 ) -> Any:
     """Return a drop-in proxy of ``client`` whose streamed chat completions stitch tool calls.
 
-    Works with ``OpenAI``, ``AsyncOpenAI`` and ``AzureOpenAI`` (and their async twin). The return
-    type is ``Any`` on purpose: the proxy answers every attribute the client has.
+    Works with ``OpenAI``, ``AsyncOpenAI`` and ``AzureOpenAI`` (and their async twin). A type
+    checker sees the result as the client's own type whose ``chat.completions.create(...,
+    stream=True)`` returns a :class:`StitchedStream` (async: :class:`AsyncStitchedStream`); see
+    :mod:`._types`. At run time it is a :class:`WrappedClient`, which answers every attribute the
+    client has.
 
     ``record="dir/"`` writes each stream to a new JSONL file in that directory (created when
     missing); ``redact`` masks tool-call arguments and/or content text in those files

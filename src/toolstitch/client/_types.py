@@ -1,0 +1,94 @@
+"""What a type checker sees ``wrap(client)`` return: the client's own type, with the streams stitched.
+
+At run time ``wrap`` returns a :class:`~toolstitch.client.WrappedClient` proxy that answers every
+attribute of the client it wraps. These classes exist only for type checkers (everything below is
+under ``TYPE_CHECKING``; nothing is defined at run time): ``wrap(OpenAI())`` is a
+:class:`StitchedOpenAI`, an ``OpenAI`` whose ``chat.completions.create(..., stream=True)`` returns a
+:class:`~toolstitch.StitchedStream` (``AsyncOpenAI``: an :class:`~toolstitch.AsyncStitchedStream`),
+``AzureOpenAI`` and ``AsyncAzureOpenAI`` the same. Every other attribute keeps the SDK's own type.
+
+``create`` is declared with ``*args``/``**kwargs`` beside ``stream``: spelling out the SDK's forty-odd
+parameters would tie these stubs to one openai release, and the SDK's own signature is what runs.
+Annotate your own code with them under ``if TYPE_CHECKING:``::
+
+    if TYPE_CHECKING:
+        from toolstitch.client import StitchedOpenAI
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any, Literal, overload
+
+if TYPE_CHECKING:
+    from openai import AsyncAzureOpenAI, AsyncOpenAI, AzureOpenAI, OpenAI
+    from openai.resources.chat import AsyncChat, AsyncCompletions, Chat, Completions
+    from openai.types.chat import ChatCompletion
+    from typing_extensions import TypedDict
+
+    from ..core._limits import Limits
+    from ..recording._recorder import Redact
+    from ._stream import AsyncStitchedStream, StitchedStream
+
+    class WrapOptions(TypedDict, total=False):
+        """``wrap``'s keyword options, written once for its four overloads."""
+
+        limits: Limits | None
+        empty_arguments: Literal["invalid", "object"]
+        record: str | os.PathLike[str] | None
+        redact: Redact
+        recover_text_tool_calls: bool
+
+    class StitchedCompletions(Completions):
+        """``chat.completions`` of a wrapped sync client."""
+
+        @overload  # type: ignore[override]
+        def create(self, *args: Any, stream: Literal[True], **kwargs: Any) -> StitchedStream: ...
+        @overload
+        def create(
+            self, *args: Any, stream: Literal[False] | None = ..., **kwargs: Any
+        ) -> ChatCompletion: ...
+        @overload
+        def create(self, *args: Any, stream: bool, **kwargs: Any) -> ChatCompletion | StitchedStream: ...
+        def create(self, *args: Any, **kwargs: Any) -> Any: ...
+
+    class AsyncStitchedCompletions(AsyncCompletions):
+        """``chat.completions`` of a wrapped async client."""
+
+        @overload  # type: ignore[override]
+        async def create(self, *args: Any, stream: Literal[True], **kwargs: Any) -> AsyncStitchedStream: ...
+        @overload
+        async def create(
+            self, *args: Any, stream: Literal[False] | None = ..., **kwargs: Any
+        ) -> ChatCompletion: ...
+        @overload
+        async def create(
+            self, *args: Any, stream: bool, **kwargs: Any
+        ) -> ChatCompletion | AsyncStitchedStream: ...
+        async def create(self, *args: Any, **kwargs: Any) -> Any: ...
+
+    class StitchedChat(Chat):
+        @property
+        def completions(self) -> StitchedCompletions: ...
+
+    class AsyncStitchedChat(AsyncChat):
+        @property
+        def completions(self) -> AsyncStitchedCompletions: ...
+
+    class StitchedOpenAI(OpenAI):
+        """``wrap(OpenAI(...))``."""
+
+        @property
+        def chat(self) -> StitchedChat: ...
+
+    class AsyncStitchedOpenAI(AsyncOpenAI):
+        """``wrap(AsyncOpenAI(...))``."""
+
+        @property
+        def chat(self) -> AsyncStitchedChat: ...
+
+    class StitchedAzureOpenAI(StitchedOpenAI, AzureOpenAI):
+        """``wrap(AzureOpenAI(...))``: an ``AzureOpenAI`` and a :class:`StitchedOpenAI`."""
+
+    class AsyncStitchedAzureOpenAI(AsyncStitchedOpenAI, AsyncAzureOpenAI):
+        """``wrap(AsyncAzureOpenAI(...))``."""

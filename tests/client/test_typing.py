@@ -1,0 +1,94 @@
+"""``wrap`` is typed: mypy sees the wrapped client as the client's own type and the stream as stitched.
+
+One mypy run over a small snippet of ``reveal_type`` calls; each revealed type is checked. The run
+uses the repository's mypy settings and its cache (``.mypy_cache``), so a warm run takes a second.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import toolstitch
+from tests.conftest import ROOT
+
+SNIPPET = """
+import openai
+import toolstitch as ts
+
+async def main() -> None:
+    sync = ts.wrap(openai.OpenAI(api_key="x"))
+    reveal_type(sync)  # OpenAI
+    reveal_type(sync.chat.completions.create(model="m", messages=[], stream=True))  # stream
+    reveal_type(sync.chat.completions.create(model="m", messages=[]))  # completion
+    reveal_type(sync.with_options(timeout=5))  # with_options
+    reveal_type(sync.models.list)  # untouched
+    with sync.chat.completions.create(model="m", messages=[], stream=True) as stream:
+        reveal_type(stream.tool_calls)  # calls
+        reveal_type(stream.get_final_completion())  # final
+
+    aio = ts.wrap(openai.AsyncOpenAI(api_key="x"))
+    reveal_type(aio)  # AsyncOpenAI
+    reveal_type(await aio.chat.completions.create(model="m", messages=[], stream=True))  # async stream
+    reveal_type(await aio.chat.completions.create(model="m", messages=[]))  # async completion
+
+    azure = ts.wrap(openai.AzureOpenAI(api_key="x", api_version="v", azure_endpoint="https://e"))
+    reveal_type(azure)  # AzureOpenAI
+    reveal_type(azure.chat.completions.create(model="m", messages=[], stream=True))  # azure stream
+    aazure = ts.wrap(openai.AsyncAzureOpenAI(api_key="x", api_version="v", azure_endpoint="https://e"))
+    reveal_type(aazure)  # AsyncAzureOpenAI
+    reveal_type(ts.wrap(sync, limits=ts.Limits()))  # rewrap
+
+    ok: openai.OpenAI = sync  # the wrapped client is usable where the client's type is expected
+    ok_async: openai.AsyncOpenAI = aio
+    ok_azure: openai.AzureOpenAI = azure
+"""
+
+EXPECTED = {
+    "OpenAI": "toolstitch.client._types.StitchedOpenAI",
+    "stream": "toolstitch.client._stream.StitchedStream",
+    "completion": "openai.types.chat.chat_completion.ChatCompletion",
+    "with_options": "toolstitch.client._types.StitchedOpenAI",
+    "untouched": "def (",  # the SDK's own method, not Any
+    "calls": "list[toolstitch.",
+    "final": "openai.types.chat.chat_completion.ChatCompletion",
+    "AsyncOpenAI": "toolstitch.client._types.AsyncStitchedOpenAI",
+    "async stream": "toolstitch.client._stream.AsyncStitchedStream",
+    "async completion": "openai.types.chat.chat_completion.ChatCompletion",
+    "AzureOpenAI": "toolstitch.client._types.StitchedAzureOpenAI",
+    "azure stream": "toolstitch.client._stream.StitchedStream",
+    "AsyncAzureOpenAI": "toolstitch.client._types.AsyncStitchedAzureOpenAI",
+    "rewrap": "toolstitch.client._types.StitchedOpenAI",
+}
+
+
+def test_mypy_sees_the_clients_own_type_and_the_stitched_stream(tmp_path: Path) -> None:
+    pytest.importorskip("mypy")
+    snippet = tmp_path / "snippet.py"
+    snippet.write_text(SNIPPET)
+    src = Path(toolstitch.__file__).resolve().parents[1]  # the sources under test
+    env = {**os.environ, "MYPYPATH": str(src)}
+    result = subprocess.run(
+        [sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"), str(snippet)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    out = result.stdout + result.stderr
+    lines = SNIPPET.splitlines()
+    revealed: dict[str, str] = {}
+    for match in re.finditer(r"snippet\.py:(\d+): note: Revealed type is \"(.*)\"", out):
+        comment = lines[int(match.group(1)) - 1].split("#")[-1].strip()
+        revealed[comment] = match.group(2)
+    assert set(revealed) == set(EXPECTED), out
+    for what, expected in EXPECTED.items():
+        assert expected in revealed[what], (what, revealed[what])
+    errors = [line for line in out.splitlines() if "snippet.py" in line and ": error:" in line]
+    assert errors == [], out
