@@ -122,43 +122,53 @@ class _Proxy:
         return f"toolstitch.wrap({self._target!r})"
 
 
-class _Completions(_Proxy):
-    """``chat.completions``: ``create(stream=True)`` returns a stitched stream."""
+class _Create(_Proxy):
+    """``create``: a streamed request goes through :func:`_read_request` and ``_streamed``; any
+    other is the SDK's, untouched. The sync and async twins below differ only in ``await``."""
 
     __slots__ = ()
+
+    def _streamed(self, sdk_result: Any, request: dict[str, Any], started: float) -> Any:
+        raise NotImplementedError
 
     def create(self, *args: Any, **kwargs: Any) -> Any:
         if kwargs.get("stream") is not True:
             return self._target.create(*args, **kwargs)
         request, started = _read_request(kwargs)
-        return self._opts.stitch(StitchedStream, self._target.create(*args, **request), request, started)
-
-    def with_options(self, *args: Any, **kwargs: Any) -> Any:
-        return _Completions(self._target.with_options(*args, **kwargs), self._opts)
-
-    @property
-    def with_raw_response(self) -> Any:
-        return _raw_completions(self._target.with_raw_response, self._opts)
+        return self._streamed(self._target.create(*args, **request), request, started)
 
 
-class _AsyncCompletions(_Proxy):
-    """The async twin of :class:`_Completions`."""
-
+class _AsyncCreate(_Create):
     __slots__ = ()
 
     async def create(self, *args: Any, **kwargs: Any) -> Any:
         if kwargs.get("stream") is not True:
             return await self._target.create(*args, **kwargs)
         request, started = _read_request(kwargs)
-        sdk_stream = await self._target.create(*args, **request)
-        return self._opts.stitch(AsyncStitchedStream, sdk_stream, request, started)
+        return self._streamed(await self._target.create(*args, **request), request, started)
+
+
+class _Completions(_Create):
+    """``chat.completions``: ``create(stream=True)`` returns a stitched stream."""
+
+    __slots__ = ()
+
+    def _streamed(self, sdk_result: Any, request: dict[str, Any], started: float) -> Any:
+        cls = AsyncStitchedStream if isinstance(self, _AsyncCreate) else StitchedStream
+        return self._opts.stitch(cls, sdk_result, request, started)
 
     def with_options(self, *args: Any, **kwargs: Any) -> Any:
-        return _AsyncCompletions(self._target.with_options(*args, **kwargs), self._opts)
+        return type(self)(self._target.with_options(*args, **kwargs), self._opts)
 
     @property
     def with_raw_response(self) -> Any:
         return _raw_completions(self._target.with_raw_response, self._opts)
+
+
+class _AsyncCompletions(_AsyncCreate, _Completions):
+    """The async twin of :class:`_Completions`."""
+
+    __slots__ = ()
 
 
 class _RawResponse(_Proxy):
@@ -184,28 +194,19 @@ class _RawResponse(_Proxy):
         return self._stitched
 
 
-class _RawCompletions(_Proxy):
+class _RawCompletions(_Create):
     """``chat.completions.with_raw_response``: a streamed ``create`` parses to a stitched stream."""
 
     __slots__ = ()
 
-    def create(self, *args: Any, **kwargs: Any) -> Any:
-        if kwargs.get("stream") is not True:
-            return self._target.create(*args, **kwargs)
-        request, started = _read_request(kwargs)
-        return _RawResponse(self._target.create(*args, **request), self._opts, request, started)
+    def _streamed(self, sdk_result: Any, request: dict[str, Any], started: float) -> Any:
+        return _RawResponse(sdk_result, self._opts, request, started)
 
 
-class _AsyncRawCompletions(_Proxy):
+class _AsyncRawCompletions(_AsyncCreate, _RawCompletions):
     """The async twin of :class:`_RawCompletions`."""
 
     __slots__ = ()
-
-    async def create(self, *args: Any, **kwargs: Any) -> Any:
-        if kwargs.get("stream") is not True:
-            return await self._target.create(*args, **kwargs)
-        request, started = _read_request(kwargs)
-        return _RawResponse(await self._target.create(*args, **request), self._opts, request, started)
 
 
 def _raw_completions(target: Any, opts: _Options) -> _Proxy:
@@ -213,6 +214,11 @@ def _raw_completions(target: Any, opts: _Options) -> _Proxy:
     if inspect.iscoroutinefunction(target.create):
         return _AsyncRawCompletions(target, opts)
     return _RawCompletions(target, opts)
+
+
+# The proxies below each stand for one step of an attribute path of the SDK client
+# (client -> chat -> completions, and the with_raw_response paths); their properties look alike
+# because each hands the next step its proxy. A table-driven proxy would hide which paths exist.
 
 
 class _RawChat(_Proxy):

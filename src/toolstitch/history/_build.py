@@ -85,13 +85,19 @@ def _shape_call(call: Mapping[str, Any], d: Dialect) -> dict[str, Any]:
         out["custom"] = {"name": custom.get("name"), "input": custom.get("input")}
     else:
         fn = _mapping(call.get("function"))
-        function = {"name": fn.get("name"), "arguments": fn.get("arguments")}
+        function = _name_and_arguments(fn)
         if d.keep_provider_fields:
             function.update(_provider_fields(fn, frozenset({"name", "arguments"})))
         out["function"] = function
     if d.keep_provider_fields:
         out.update(_provider_fields(call, _SDK_CALL_FIELDS))
     return out
+
+
+def _name_and_arguments(function: Mapping[str, Any]) -> dict[str, Any]:
+    """A ``function`` (of a tool call, or a legacy ``function_call``) as sent back: its name and
+    its ``arguments`` text exactly as received."""
+    return {"name": function.get("name"), "arguments": function.get("arguments")}
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
@@ -153,10 +159,7 @@ def assistant_message(source: Any, *, choice: int = 0, dialect: str | Dialect = 
         out["audio"] = {"id": audio["id"]}
     function_call = data.get("function_call")
     if isinstance(function_call, Mapping) and d.strict_keys is None:
-        out["function_call"] = {
-            "name": function_call.get("name"),
-            "arguments": function_call.get("arguments"),
-        }
+        out["function_call"] = _name_and_arguments(function_call)
     if calls:
         out["tool_calls"] = calls
     if d.keep_provider_fields:

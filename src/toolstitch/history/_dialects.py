@@ -274,6 +274,8 @@ _MISTRAL_NAME = (
     " maximum length of 64."
 )
 
+# One row per rule. The rows look alike on purpose: they are data (who enforces what, and what the
+# server answers), kept as one literal table so that a rule can be read, cited and changed alone.
 _RULE_LIST = (
     Rule(
         "H00",
