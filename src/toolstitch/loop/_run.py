@@ -53,6 +53,7 @@ from ..errors import IncompleteStreamError
 from ..history import assistant_message
 from ..history._dialects import Dialect, get_dialect
 from ..tools import Toolbox
+from ..tools._claim import ClaimLedger
 from ..tools._executor import Started, ToolResult, aexecute, astart_early, execute, start_early
 from ..tools._gate import Admission, check_arguments
 from ..tools._ledger import Ledger
@@ -287,7 +288,7 @@ class _Loop:
         messages: Sequence[Any],
         toolbox: Toolbox,
         max_steps: int,
-        ledger: Ledger | None,
+        ledger: ClaimLedger | None,
         retry: RetryPolicy | None,
         max_corrections: int,
         eager: bool,
@@ -504,7 +505,7 @@ class _Loop:
 class _ExecuteKwargs(TypedDict):
     """What the run loop passes to ``execute``/``aexecute`` besides the toolbox and the calls."""
 
-    ledger: Ledger
+    ledger: ClaimLedger
     keys: list[str]
     raise_tool_errors: bool
     started: dict[int, Started] | None
@@ -670,7 +671,7 @@ def run(
     messages: Sequence[Any],
     toolbox: Toolbox,
     max_steps: int = 8,
-    ledger: Ledger | None = None,
+    ledger: ClaimLedger | None = None,
     retry: RetryPolicy | None = None,
     max_corrections: int = 2,
     eager: bool = False,
@@ -751,7 +752,7 @@ async def arun(
     messages: Sequence[Any],
     toolbox: Toolbox,
     max_steps: int = 8,
-    ledger: Ledger | None = None,
+    ledger: ClaimLedger | None = None,
     retry: RetryPolicy | None = None,
     max_corrections: int = 2,
     eager: bool = False,

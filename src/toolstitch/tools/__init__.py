@@ -6,11 +6,13 @@
 * :mod:`._runtime`     the thread pool and event-loop thread a toolbox owns.
 * :mod:`._gate`        ready, then offered, then valid, then approved.
 * :mod:`._executor`    running admitted calls with timeouts and cancellation.
-* :mod:`._ledger`      idempotent execution by call id (in memory and SQLite).
+* :mod:`._claim`       the claim protocol: exactly one execution per call (every ledger implements it).
+* :mod:`._ledger`      the in-memory and SQLite ledgers.
 """
 
 from __future__ import annotations
 
+from ._claim import Claim, ClaimLedger, StoredResult, Verdict, fingerprint
 from ._definition import ConfirmCallback, Tool, tool
 from ._executor import CallTimings, ToolResult
 from ._ledger import Ledger, LedgerEntry, SQLiteLedger
@@ -18,12 +20,17 @@ from ._toolbox import Toolbox
 
 __all__ = [
     "CallTimings",
+    "Claim",
+    "ClaimLedger",
     "ConfirmCallback",
     "Ledger",
     "LedgerEntry",
     "SQLiteLedger",
+    "StoredResult",
     "Tool",
     "ToolResult",
     "Toolbox",
+    "Verdict",
+    "fingerprint",
     "tool",
 ]

@@ -34,9 +34,9 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..core._call import ToolCall, now
 from ..history import tool_message
 from ..history._dialects import Dialect
+from ._claim import ClaimLedger, LedgerEntry, Verdict, fingerprint, stored_result
 from ._definition import Tool
-from ._gate import Admission, Refusal, admit, not_approved, outcome_unknown
-from ._ledger import Ledger, LedgerEntry, fingerprint
+from ._gate import Admission, Refusal, admit, in_progress, not_approved, outcome_unknown
 from ._runtime import Runtime, is_async_callable
 
 if TYPE_CHECKING:
@@ -265,6 +265,8 @@ class _Job:
     fp: str
     timings: CallTimings
     clock: _Clock = field(default_factory=_Clock)
+    owner: str | None = None
+    """The ledger claim this job holds (None without a ledger)."""
     started: Started | None = None
     launched_at: float = 0.0
 
@@ -276,7 +278,7 @@ class _Batch:
         self,
         box: Toolbox,
         calls: Sequence[ToolCall],
-        ledger: Ledger | None,
+        ledger: ClaimLedger | None,
         keys: Sequence[str] | None,
         on_start: Callable[[ToolCall, bool], None] | None,
         on_result: Callable[[ToolResult], None] | None,
@@ -308,18 +310,16 @@ class _Batch:
                 continue
             key = self.keys[i] if self.keys is not None else (call.id or "")
             fp = fingerprint(call)
-            entry = self.ledger.lookup(key, fp) if self.ledger is not None else None
-            if entry is not None and (entry.state == "finished" or not verdict.tool.read_only):
-                result = (
-                    _reused(call, entry, timings)
-                    if entry.state == "finished"
-                    else _refused(call, outcome_unknown(call), timings)
-                )
-                self.finish(i, result, record=False)
-                if handle is not None:
-                    handle.cancel()
-                continue
-            job = _Job(i, call, verdict.tool, _with_call(verdict, call), key, fp, timings)
+            owner: str | None = None
+            if self.ledger is not None:
+                claim = self._claim(key, fp, verdict.tool)
+                if claim.action != "run":
+                    self.finish(i, self._not_run(call, claim, timings), record=False)
+                    if handle is not None:
+                        handle.cancel()
+                    continue
+                owner = claim.owner
+            job = _Job(i, call, verdict.tool, _with_call(verdict, call), key, fp, timings, owner=owner)
             if handle is not None and handle.tool is verdict.tool and handle.arguments == call.arguments:
                 job.started, job.clock, job.timings.eager = handle, handle.clock, True
             elif handle is not None:
@@ -330,9 +330,7 @@ class _Batch:
         return jobs
 
     def launching(self, job: _Job) -> None:
-        """Record the start before the function can run, so a crash leaves a trace."""
-        if self.ledger is not None:
-            self.ledger.record_started(job.key, job.fp, job.tool.name)
+        """The claim was taken in ``prepare``: a crash from here on leaves a started entry."""
         job.launched_at = job.started.launched_at if job.started is not None else now()
 
     def launched(self, job: _Job) -> None:
@@ -400,12 +398,53 @@ class _Batch:
         if self.results[index] is not None:
             return
         self.results[index] = result
-        if record and job is not None and self.ledger is not None and result.status != "cancelled":
-            # An error or a timeout is an outcome too: the side effect may have happened, so the call
-            # must not run again on a retry.
-            self.ledger.record_finished(job.key, job.fp, result)
+        if record and job is not None:
+            self.settle_claim(job, result)
         if self.on_result is not None:
             self.on_result(result)
+
+    def settle_claim(self, job: _Job, result: ToolResult | None) -> None:
+        """End the job's claim: finished with an outcome, released when the tool never started,
+        abandoned (outcome unknown) when it started and was cancelled. ``None``: interrupted."""
+        ledger, owner = self.ledger, job.owner
+        if ledger is None or owner is None:
+            return
+        job.owner = None
+        try:
+            if result is not None and result.status in ("ok", "error", "timeout"):
+                # An error or a timeout is an outcome too: the side effect may have happened, so the
+                # call must not run again on a retry.
+                ledger.finish(job.key, job.fp, owner, stored_result(result))
+            elif job.clock.started_at is None and (result is None or result.status != "cancelled"):
+                ledger.release(job.key, job.fp, owner)
+            else:
+                ledger.abandon(job.key, job.fp, owner)
+        except Exception as exc:  # the ledger failed: the result stands, the claim goes stale
+            logger.warning(
+                "the ledger could not record call %s: %s: %s", job.call.id, type(exc).__name__, exc
+            )
+
+    def _claim(self, key: str, fp: str, t: Tool) -> Verdict:
+        """Claim the call; while it runs elsewhere, wait (bounded by the tool's timeout) and decide
+        again."""
+        ledger = self.ledger
+        assert ledger is not None
+        limit = self.box.timeout_for(t)
+        deadline = None if limit is None else now() + limit
+        while True:
+            verdict = ledger.acquire(key, fp, t.name, read_only=t.read_only)
+            left = None if deadline is None else deadline - now()
+            if verdict.action != "wait" or (left is not None and left <= 0):
+                return verdict
+            ledger.wait(key, fp, left)
+
+    def _not_run(self, call: ToolCall, verdict: Verdict, timings: CallTimings) -> ToolResult:
+        entry = verdict.entry
+        if verdict.action == "reuse" and entry is not None:
+            return _reused(call, entry, timings)
+        if verdict.action == "unknown":
+            return _refused(call, outcome_unknown(call), timings)
+        return _refused(call, in_progress(call), timings)
 
     def done(self, raise_tool_errors: bool) -> list[ToolResult]:
         results = [r for r in self.results if r is not None]
@@ -487,7 +526,7 @@ def execute(
     box: Toolbox,
     calls: Sequence[ToolCall],
     *,
-    ledger: Ledger | None = None,
+    ledger: ClaimLedger | None = None,
     timeout: float | None = None,
     raise_tool_errors: bool = False,
     keys: Sequence[str] | None = None,
@@ -532,13 +571,15 @@ def execute(
             if job.tool.confirm:
                 refusal = _confirm_sync(box, runtime, job)
                 if refusal is not None:
-                    batch.finish(job.index, _refused(job.call, refusal, job.timings))
+                    batch.finish(job.index, _refused(job.call, refusal, job.timings), job)
                 else:
                     launch(job)
         _wait_sync(batch, running, overall, total)
     except BaseException:
         for future in running:
             future.cancel()
+        for job in jobs:
+            batch.settle_claim(job, None)
         raise
     return batch.done(raise_tool_errors)
 
@@ -595,7 +636,7 @@ async def aexecute(
     box: Toolbox,
     calls: Sequence[ToolCall],
     *,
-    ledger: Ledger | None = None,
+    ledger: ClaimLedger | None = None,
     timeout: float | None = None,
     raise_tool_errors: bool = False,
     keys: Sequence[str] | None = None,
@@ -615,6 +656,8 @@ async def aexecute(
         _, pending = await asyncio.wait(tasks, timeout=total)
     except BaseException:
         await _cancel_all(tasks)
+        for job in jobs:
+            batch.settle_claim(job, None)
         raise
     if pending:
         await _cancel_all(pending)
@@ -642,7 +685,7 @@ async def _run_job(batch: _Batch, job: _Job, approvals: asyncio.Lock) -> None:
         async with approvals:
             refusal = await _confirm_async(box, job)
         if refusal is not None:
-            batch.finish(job.index, _refused(job.call, refusal, job.timings))
+            batch.finish(job.index, _refused(job.call, refusal, job.timings), job)
             return
     loop = asyncio.get_running_loop()
     batch.launching(job)

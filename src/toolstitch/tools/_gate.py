@@ -28,7 +28,7 @@ from ._definition import Tool
 if TYPE_CHECKING:
     from ._toolbox import Toolbox
 
-__all__ = ["Admission", "Refusal", "RefusalReason", "admit", "not_approved"]
+__all__ = ["Admission", "Refusal", "RefusalReason", "admit", "in_progress", "not_approved", "outcome_unknown"]
 
 RefusalReason = Literal[
     "not_ready",
@@ -37,6 +37,7 @@ RefusalReason = Literal[
     "invalid_arguments",
     "not_approved",
     "outcome_unknown",
+    "in_progress",
 ]
 """Why the gate refused a call: a stable code, also used to count corrective rounds."""
 
@@ -134,4 +135,13 @@ def outcome_unknown(call: ToolCall) -> Refusal:
         "outcome_unknown",
         f"Error: the call to {_shown(call.name)} was started earlier and did not report a result; "
         "it was not run again because it may already have taken effect.",
+    )
+
+
+def in_progress(call: ToolCall) -> Refusal:
+    """Another executor holds this call's claim and did not finish within the time allowed."""
+    return Refusal(
+        "in_progress",
+        f"Error: the call to {_shown(call.name)} is being run by another worker and did not finish in "
+        "time; it was not run again here.",
     )

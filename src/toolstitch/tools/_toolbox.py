@@ -16,7 +16,7 @@ from ._executor import ToolResult, aexecute, execute
 from ._runtime import Runtime
 
 if TYPE_CHECKING:
-    from ._ledger import Ledger
+    from ._claim import ClaimLedger
 
 __all__ = ["Toolbox"]
 
@@ -109,7 +109,7 @@ class Toolbox:
         self,
         calls: Sequence[ToolCall],
         *,
-        ledger: Ledger | None = None,
+        ledger: ClaimLedger | None = None,
         timeout: float | None = None,
         raise_tool_errors: bool = False,
     ) -> list[ToolResult]:
@@ -125,7 +125,7 @@ class Toolbox:
         self,
         calls: Sequence[ToolCall],
         *,
-        ledger: Ledger | None = None,
+        ledger: ClaimLedger | None = None,
         timeout: float | None = None,
         raise_tool_errors: bool = False,
     ) -> list[ToolResult]:
