@@ -388,3 +388,13 @@ def test_assistant_message_raises_only_documented_errors(message: dict[str, Any]
     for source in (message, {"choices": [{"index": 1, "message": message}]}):
         with contextlib.suppress(UnusableMessageError, TypeError):  # the documented errors
             assistant_message(source, choice=choice)
+
+
+def test_tool_results_that_cannot_be_json_are_a_value_error() -> None:
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    loop: list[Any] = []
+    loop.append(loop)
+    for result in (nested(5_000), float("nan"), loop):
+        with pytest.raises(ValueError):
+            tool_message(call, result)
+    assert tool_message(call, nested(100))["content"].startswith('{"a":')

@@ -236,9 +236,14 @@ def _result_text(result: Any) -> str:
     """
     if isinstance(result, str):
         return result
-    return json.dumps(
-        result, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=_json_default
-    )
+    try:
+        return json.dumps(
+            result, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=_json_default
+        )
+    except RecursionError:  # json's encoder recurses: a result nested past the stack is refused
+        raise ValueError(
+            "tool result is nested too deeply to send as JSON; return a flatter value or a str"
+        ) from None
 
 
 def tool_message(
