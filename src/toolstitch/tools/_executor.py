@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import contextvars
 import inspect
 import logging
@@ -36,7 +37,15 @@ from ..history import tool_message
 from ..history._dialects import Dialect
 from ._claim import ClaimLedger, LedgerEntry, Verdict, fingerprint, stored_result
 from ._definition import Tool
-from ._gate import Admission, Refusal, admit, in_progress, not_approved, outcome_unknown
+from ._gate import (
+    Admission,
+    Refusal,
+    admit,
+    in_progress,
+    ledger_unavailable,
+    not_approved,
+    outcome_unknown,
+)
 from ._runtime import Runtime, is_async_callable
 
 if TYPE_CHECKING:
@@ -271,6 +280,23 @@ class _Job:
     launched_at: float = 0.0
 
 
+@dataclass(slots=True, eq=False)
+class _Gated:
+    """A call the gate admitted, on its way to the ledger."""
+
+    index: int
+    call: ToolCall
+    admission: Admission
+    key: str
+    fp: str
+    timings: CallTimings
+    handle: Started | None
+
+
+def _not_recorded(job: _Job, exc: Exception) -> None:
+    logger.warning("the ledger could not record call %s: %s: %s", job.call.id, type(exc).__name__, exc)
+
+
 class _Batch:
     """What both twins share: gating, ledger records, result making, logging, hooks."""
 
@@ -294,40 +320,85 @@ class _Batch:
         self.results: list[ToolResult | None] = [None] * len(self.calls)
 
     def prepare(self, started: Mapping[int, Started] | None) -> list[_Job]:
-        """Gate every call; refusals and reused results are final at once."""
+        """Gate and claim every call; refusals and reused results are final at once."""
         jobs: list[_Job] = []
         early = dict(started or {})
         for i, call in enumerate(self.calls):
-            handle = early.pop(id(call), None)
-            timings = _stream_timings(call)
-            t0 = now()
-            verdict = admit(call, self.box)
-            timings.validation = now() - t0
-            if isinstance(verdict, Refusal):
-                self.finish(i, _refused(call, verdict, timings))
-                if handle is not None:
-                    handle.cancel()
+            gated = self._gate(i, call, early.pop(id(call), None))
+            if gated is None:
                 continue
-            key = self.keys[i] if self.keys is not None else (call.id or "")
-            fp = fingerprint(call)
-            owner: str | None = None
+            claim: Verdict | Exception | None = None
             if self.ledger is not None:
-                claim = self._claim(key, fp, verdict.tool)
-                if claim.action != "run":
-                    self.finish(i, self._not_run(call, claim, timings), record=False)
-                    if handle is not None:
-                        handle.cancel()
-                    continue
-                owner = claim.owner
-            job = _Job(i, call, verdict.tool, _with_call(verdict, call), key, fp, timings, owner=owner)
-            if handle is not None and handle.tool is verdict.tool and handle.arguments == call.arguments:
-                job.started, job.clock, job.timings.eager = handle, handle.clock, True
-            elif handle is not None:
-                handle.cancel()
-            jobs.append(job)
+                try:
+                    claim = self._claim(gated.key, gated.fp, gated.admission.tool)
+                except Exception as exc:  # the ledger failed: fail closed, the call does not run
+                    claim = exc
+            job = self._claimed(gated, claim)
+            if job is not None:
+                jobs.append(job)
         for handle in early.values():  # dispatched early for a call that is not in this batch
             handle.cancel()
         return jobs
+
+    async def aprepare(self, started: Mapping[int, Started] | None) -> list[_Job]:
+        """The async twin of :meth:`prepare`: claims and waits without blocking the event loop."""
+        jobs: list[_Job] = []
+        early = dict(started or {})
+        for i, call in enumerate(self.calls):
+            gated = self._gate(i, call, early.pop(id(call), None))
+            if gated is None:
+                continue
+            claim: Verdict | Exception | None = None
+            if self.ledger is not None:
+                try:
+                    claim = await self._aclaim(gated.key, gated.fp, gated.admission.tool)
+                except Exception as exc:
+                    claim = exc
+            job = self._claimed(gated, claim)
+            if job is not None:
+                jobs.append(job)
+        for handle in early.values():
+            handle.cancel()
+        return jobs
+
+    def _gate(self, i: int, call: ToolCall, handle: Started | None) -> _Gated | None:
+        """Steps 1-3 of the gate; a refusal is final at once."""
+        timings = _stream_timings(call)
+        t0 = now()
+        verdict = admit(call, self.box)
+        timings.validation = now() - t0
+        if isinstance(verdict, Refusal):
+            self.finish(i, _refused(call, verdict, timings))
+            if handle is not None:
+                handle.cancel()
+            return None
+        key = self.keys[i] if self.keys is not None else (call.id or "")
+        return _Gated(i, call, verdict, key, fingerprint(call), timings, handle)
+
+    def _claimed(self, gated: _Gated, claim: Verdict | Exception | None) -> _Job | None:
+        """The job to run, or None when the ledger said not to run it here (the result is final)."""
+        i, call, handle, timings = gated.index, gated.call, gated.handle, gated.timings
+        if claim is not None and (isinstance(claim, Exception) or claim.action != "run"):
+            if isinstance(claim, Exception):
+                logger.warning(
+                    "the ledger could not claim call %s: %s: %s", call.id, type(claim).__name__, claim
+                )
+                result = _refused(call, ledger_unavailable(call, claim), timings)
+            else:
+                result = self._not_run(call, claim, timings)
+            self.finish(i, result, record=False)
+            if handle is not None:
+                handle.cancel()
+            return None
+        verdict = gated.admission
+        owner = claim.owner if claim is not None else None
+        kwargs = _with_call(verdict, call)
+        job = _Job(i, call, verdict.tool, kwargs, gated.key, gated.fp, timings, owner=owner)
+        if handle is not None and handle.tool is verdict.tool and handle.arguments == call.arguments:
+            job.started, job.clock, job.timings.eager = handle, handle.clock, True
+        elif handle is not None:
+            handle.cancel()
+        return job
 
     def launching(self, job: _Job) -> None:
         """The claim was taken in ``prepare``: a crash from here on leaves a started entry."""
@@ -403,6 +474,26 @@ class _Batch:
         if self.on_result is not None:
             self.on_result(result)
 
+    async def afinish(self, index: int, result: ToolResult, job: _Job | None = None) -> None:
+        """The async twin of :meth:`finish`: the ledger is written without blocking the event loop."""
+        if self.results[index] is not None:
+            return
+        self.results[index] = result
+        if job is not None:
+            await self.asettle_claim(job, result)
+        if self.on_result is not None:
+            self.on_result(result)
+
+    @staticmethod
+    def _settlement(job: _Job, result: ToolResult | None) -> Literal["finish", "release", "abandon"]:
+        if result is not None and result.status in ("ok", "error", "timeout"):
+            # An error or a timeout is an outcome too: the side effect may have happened, so the
+            # call must not run again on a retry.
+            return "finish"
+        if job.clock.started_at is None and (result is None or result.status != "cancelled"):
+            return "release"
+        return "abandon"
+
     def settle_claim(self, job: _Job, result: ToolResult | None) -> None:
         """End the job's claim: finished with an outcome, released when the tool never started,
         abandoned (outcome unknown) when it started and was cancelled. ``None``: interrupted."""
@@ -411,18 +502,37 @@ class _Batch:
             return
         job.owner = None
         try:
-            if result is not None and result.status in ("ok", "error", "timeout"):
-                # An error or a timeout is an outcome too: the side effect may have happened, so the
-                # call must not run again on a retry.
+            how = self._settlement(job, result)
+            if how == "finish":
+                assert result is not None
                 ledger.finish(job.key, job.fp, owner, stored_result(result))
-            elif job.clock.started_at is None and (result is None or result.status != "cancelled"):
+            elif how == "release":
                 ledger.release(job.key, job.fp, owner)
             else:
                 ledger.abandon(job.key, job.fp, owner)
         except Exception as exc:  # the ledger failed: the result stands, the claim goes stale
-            logger.warning(
-                "the ledger could not record call %s: %s: %s", job.call.id, type(exc).__name__, exc
-            )
+            _not_recorded(job, exc)
+
+    async def asettle_claim(self, job: _Job, result: ToolResult | None) -> None:
+        """The async twin of :meth:`settle_claim`."""
+        ledger, owner = self.ledger, job.owner
+        if ledger is None or owner is None:
+            return
+        job.owner = None
+        try:
+            how = self._settlement(job, result)
+            write: Awaitable[Any]
+            if how == "finish":
+                assert result is not None
+                write = ledger.afinish(job.key, job.fp, owner, stored_result(result))
+            elif how == "release":
+                write = ledger.arelease(job.key, job.fp, owner)
+            else:
+                write = ledger.aabandon(job.key, job.fp, owner)
+            # Shielded: a batch that times out or is cancelled now must not cut the record short.
+            await asyncio.shield(write)
+        except Exception as exc:
+            _not_recorded(job, exc)
 
     def _claim(self, key: str, fp: str, t: Tool) -> Verdict:
         """Claim the call; while it runs elsewhere, wait (bounded by the tool's timeout) and decide
@@ -437,6 +547,19 @@ class _Batch:
             if verdict.action != "wait" or (left is not None and left <= 0):
                 return verdict
             ledger.wait(key, fp, left)
+
+    async def _aclaim(self, key: str, fp: str, t: Tool) -> Verdict:
+        """The async twin of :meth:`_claim` (``aacquire`` and ``await_change``)."""
+        ledger = self.ledger
+        assert ledger is not None
+        limit = self.box.timeout_for(t)
+        deadline = None if limit is None else now() + limit
+        while True:
+            verdict = await ledger.aacquire(key, fp, t.name, read_only=t.read_only)
+            left = None if deadline is None else deadline - now()
+            if verdict.action != "wait" or (left is not None and left <= 0):
+                return verdict
+            await ledger.await_change(key, fp, left)
 
     def _not_run(self, call: ToolCall, verdict: Verdict, timings: CallTimings) -> ToolResult:
         entry = verdict.entry
@@ -646,7 +769,7 @@ async def aexecute(
 ) -> list[ToolResult]:
     """The async twin of :func:`execute`. Cancelling it cancels every running async tool."""
     batch = _Batch(box, calls, ledger, keys, on_start, on_result)
-    jobs = batch.prepare(started)
+    jobs = await batch.aprepare(started)
     if not jobs:
         return batch.done(raise_tool_errors)
     total = timeout if timeout is not None else box.total_timeout
@@ -656,14 +779,15 @@ async def aexecute(
         _, pending = await asyncio.wait(tasks, timeout=total)
     except BaseException:
         await _cancel_all(tasks)
-        for job in jobs:
-            batch.settle_claim(job, None)
+        settling = asyncio.ensure_future(asyncio.gather(*(batch.asettle_claim(job, None) for job in jobs)))
+        with contextlib.suppress(asyncio.CancelledError):  # cancelled again: the claims still settle
+            await asyncio.shield(settling)
         raise
     if pending:
         await _cancel_all(pending)
     for task, job in tasks.items():
         if task in pending:
-            batch.finish(job.index, batch.timed_out(job, total, True), job)
+            await batch.afinish(job.index, batch.timed_out(job, total, True), job)
             continue
         error = None if task.cancelled() else task.exception()
         if error is not None:
@@ -685,7 +809,7 @@ async def _run_job(batch: _Batch, job: _Job, approvals: asyncio.Lock) -> None:
         async with approvals:
             refusal = await _confirm_async(box, job)
         if refusal is not None:
-            batch.finish(job.index, _refused(job.call, refusal, job.timings), job)
+            await batch.afinish(job.index, _refused(job.call, refusal, job.timings), job)
             return
     loop = asyncio.get_running_loop()
     batch.launching(job)
@@ -708,9 +832,9 @@ async def _run_job(batch: _Batch, job: _Job, approvals: asyncio.Lock) -> None:
     if not done:
         inner.cancel()
         await asyncio.wait({inner}, timeout=_CANCEL_GRACE)
-        batch.finish(job.index, batch.timed_out(job, box.timeout_for(job.tool), False), job)
+        await batch.afinish(job.index, batch.timed_out(job, box.timeout_for(job.tool), False), job)
         return
-    batch.finish(job.index, batch.outcome(job, inner), job)
+    await batch.afinish(job.index, batch.outcome(job, inner), job)
 
 
 async def _confirm_async(box: Toolbox, job: _Job) -> Refusal | None:

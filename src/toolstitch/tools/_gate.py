@@ -28,7 +28,16 @@ from ._definition import Tool
 if TYPE_CHECKING:
     from ._toolbox import Toolbox
 
-__all__ = ["Admission", "Refusal", "RefusalReason", "admit", "in_progress", "not_approved", "outcome_unknown"]
+__all__ = [
+    "Admission",
+    "Refusal",
+    "RefusalReason",
+    "admit",
+    "in_progress",
+    "ledger_unavailable",
+    "not_approved",
+    "outcome_unknown",
+]
 
 RefusalReason = Literal[
     "not_ready",
@@ -38,6 +47,7 @@ RefusalReason = Literal[
     "not_approved",
     "outcome_unknown",
     "in_progress",
+    "ledger_unavailable",
 ]
 """Why the gate refused a call: a stable code, also used to count corrective rounds."""
 
@@ -144,4 +154,17 @@ def in_progress(call: ToolCall) -> Refusal:
         "in_progress",
         f"Error: the call to {_shown(call.name)} is being run by another worker and did not finish in "
         "time; it was not run again here.",
+    )
+
+
+def ledger_unavailable(call: ToolCall, exc: BaseException) -> Refusal:
+    """The ledger could not be asked (a database that is down, a file that is locked): without a
+    claim nobody can tell whether another worker runs this call, so it does not run (fail closed)."""
+    detail = f"{type(exc).__name__}: {exc}"
+    if len(detail) > 300:
+        detail = detail[:300] + "…"
+    return Refusal(
+        "ledger_unavailable",
+        f"Error: the call to {_shown(call.name)} was not run: the ledger that makes sure each call runs "
+        f"once could not be reached ({detail}).",
     )
