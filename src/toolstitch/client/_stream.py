@@ -76,7 +76,10 @@ class _Base(Generic[_S]):
             raise RuntimeError(f"this stream is already recorded by {self.recorder!r}")
         if self.accumulator.metrics.chunks or self.accumulator.ended:
             raise RuntimeError("record() must be called before the stream is iterated")
-        recorder = Recorder.for_stream(target, self.accumulator, self._request, redact=redact)
+        # The SDK stream knows the client that sent it (with_options copies included): its API key
+        # must never reach the file, not even echoed in an error text.
+        client = getattr(self._sdk_stream, "_client", None)
+        recorder = Recorder.for_stream(target, self.accumulator, self._request, redact=redact, client=client)
         self.recorder = recorder
         return recorder
 

@@ -14,10 +14,13 @@ the provider sent it, with its timing. A recording is that evidence, in a form t
   :class:`~toolstitch.StreamMetrics`), so the first chunk's offset is the time to first chunk.
 * A chunk is written as the SDK decoded it: ``model_dump(exclude_unset=True)`` of the SDK's lazily
   constructed object gives back exactly the JSON keys the provider sent, unknown fields included.
-* The header keeps the request parameters but never a secret: the API key lives on the client and
-  is not read; ``extra_headers`` and ``extra_query`` values are replaced, and keys that name
-  credentials are masked wherever they appear, except inside the JSON schemas of ``tools`` and
-  ``response_format`` (there a key is a parameter name, and replay needs the schema as sent).
+* Nothing written holds a secret (see ``_secrets``): ``extra_headers`` and ``extra_query`` values
+  are replaced; keys that name credentials are masked wherever they appear, except inside the JSON
+  schemas of ``tools`` and ``response_format`` (there a key is a parameter name, and replay needs
+  the schema as sent); text shaped like a credential is masked in every parameter but
+  ``messages`` and the schemas, and in the footer's error; and the client's API key, its
+  credential headers and every value masked so far are masked wherever they appear, chunks and
+  error texts included.
 * ``outcome`` is ``completed``, ``error`` (the SDK raised; ``error`` says what) or ``closed`` (the
   caller closed the stream early).
 
@@ -40,18 +43,18 @@ import contextlib
 import dataclasses
 import json
 import os
-import re
 import sys
 import time
 import uuid
 import warnings
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 from typing import IO, Any, Literal, TypeAlias
 
 from .._version import __version__
 from ..core._call import now
 from ..errors import RecordingWarning
+from ._secrets import REDACTED, LiteralSecrets, client_secrets, is_secret_key, mask_shapes
 
 __all__ = ["FORMAT", "Recorder", "Redact", "recording_path", "redact_parts"]
 
@@ -61,20 +64,13 @@ VERSION = 1
 Redact: TypeAlias = bool | Literal["arguments", "content"] | Collection[Literal["arguments", "content"]]
 """``True`` masks both; ``"arguments"`` only tool-call arguments; ``"content"`` only text content."""
 
-_REDACTED = "[redacted]"
-# Keys whose values are credentials wherever they appear in the request (``max_tokens`` must not match).
-# Names that hold credentials: anything with api-key, secret, password, credential, private-key or
-# session in it, and names ending in "token" (singular: ``max_tokens`` and ``prompt_tokens`` are counts).
-_SECRET_KEY = re.compile(
-    r"(?i)^(authorization|proxy-authorization|cookie|set-cookie"
-    r"|.*api[-_]?key.*|.*secret.*|.*passw(or)?d.*|.*credential.*|.*private[-_]?key.*|.*session.*"
-    r"|.*token)$"
-)
 # Request options that travel as HTTP headers or query parameters: any value may be a credential.
 _TRANSPORT_OPTIONS = ("extra_headers", "extra_query")
 # Request parameters that hold JSON schemas: their keys are parameter names (a tool may well take a
 # ``password``), not credentials, and replay checks calls against them, so they are kept as sent.
 _SCHEMA_OPTIONS = ("tools", "functions", "response_format")
+# The conversation is evidence (and the model saw it): only names and known secrets are masked in it.
+_CONTENT_OPTIONS = ("messages", *_SCHEMA_OPTIONS)
 
 
 def recording_path(directory: str | os.PathLike[str]) -> Path:
@@ -90,7 +86,8 @@ class Recorder:
     :meth:`on_end` once when the stream ends; neither ever raises. ``started_at`` is the monotonic
     time the request started (offsets are measured from it). ``request`` is the keyword arguments
     given to ``create()``; ``options`` describes the accumulator (limits, empty-arguments policy),
-    so a replay can check the calls the same way.
+    so a replay can check the calls the same way. ``secrets`` are strings masked wherever they
+    appear in what is written (the client's API key: see :func:`client_secrets`).
     """
 
     def __init__(
@@ -101,6 +98,7 @@ class Recorder:
         redact: Redact = False,
         started_at: float | None = None,
         options: Mapping[str, Any] | None = None,
+        secrets: Iterable[object] = (),
     ) -> None:
         self.path: Path | None = None if _is_file(target) else Path(target)  # type: ignore[arg-type]
         """Where the recording goes (``None`` when writing to a file object)."""
@@ -111,6 +109,7 @@ class Recorder:
         self.ended = False
         self.started_at = now() if started_at is None else started_at
         self._mask = _Masker(redact)
+        self._secrets = LiteralSecrets(secrets)
         self._owns_file = False
         self._out: IO[str] | None = None
         try:
@@ -136,8 +135,10 @@ class Recorder:
         request: Mapping[str, Any] | None,
         *,
         redact: Redact = False,
+        client: Any = None,
     ) -> Recorder:
-        """A recorder for a stream fed to ``accumulator`` (its start time, limits and policy)."""
+        """A recorder for a stream fed to ``accumulator`` (its start time, limits and policy), sent
+        by ``client`` (whose API key and credential headers are masked wherever they appear)."""
         options = {
             "limits": dataclasses.asdict(accumulator.limits),
             "empty_arguments": "object" if getattr(accumulator, "_empty_as_object", False) else "invalid",
@@ -149,6 +150,7 @@ class Recorder:
             redact=redact,
             started_at=accumulator.metrics.started_at,
             options=options,
+            secrets=client_secrets(client),
         )
 
     def __repr__(self) -> str:
@@ -194,7 +196,7 @@ class Recorder:
                 "offset_ms": round((now() - self.started_at) * 1000.0, 3),
                 "outcome": outcome,
                 "chunks": self.chunks,
-                "error": None if error is None else _error_data(error),
+                "error": None if error is None else self._error_data(error),
             }
             self._write(footer)
             self._close()
@@ -206,7 +208,7 @@ class Recorder:
     def _header(self, request: Mapping[str, Any], options: Mapping[str, Any]) -> dict[str, Any]:
         import openai
 
-        clean = _request_data(request)
+        clean = self._request_data(request)
         if self._mask.active:
             clean = self._mask.request(clean)
         return {
@@ -224,7 +226,77 @@ class Recorder:
 
     def _write(self, record: Mapping[str, Any]) -> None:
         assert self._out is not None
-        self._out.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
+        line = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+        if self._secrets and self._secrets.found_in(line):
+            line = json.dumps(self._secrets.mask(dict(record)), ensure_ascii=False, separators=(",", ":"))
+        self._out.write(line + "\n")
+
+    def _request_data(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        """The request parameters as plain JSON, without credentials and without SDK sentinels.
+        Every value masked here becomes a literal secret, masked wherever else it shows up."""
+        out: dict[str, Any] = {}
+        for key, value in request.items():
+            if _is_sentinel(value):
+                continue
+            if key in _TRANSPORT_OPTIONS and isinstance(value, Mapping):
+                # Headers and query parameters travel beside the body: any of them may be a credential.
+                out[key] = {str(k): REDACTED for k in value}
+                self._remember(value.values())
+            elif is_secret_key(key):
+                out[key] = REDACTED
+                self._remember([value])
+            elif key in _SCHEMA_OPTIONS:
+                out[key] = _jsonable(value)
+            else:
+                out[key] = self._scrub(_jsonable(value), shapes=key not in _CONTENT_OPTIONS)
+        return out
+
+    def _scrub(self, value: Any, *, shapes: bool) -> Any:
+        """Values under credential names masked (and remembered); with ``shapes``, credential-shaped
+        text masked too."""
+        if isinstance(value, dict):
+            out: dict[str, Any] = {}
+            for k, v in value.items():
+                if is_secret_key(k):
+                    out[k] = REDACTED
+                    self._remember([v])
+                else:
+                    out[k] = self._scrub(v, shapes=shapes)
+            return out
+        if isinstance(value, list):
+            return [self._scrub(v, shapes=shapes) for v in value]
+        if shapes and isinstance(value, str):
+            return mask_shapes(value)
+        return value
+
+    def _remember(self, values: Iterable[Any]) -> None:
+        """Every string in ``values`` (nested ones too) is a literal secret from now on."""
+        stack = list(values)
+        while stack:
+            value = stack.pop()
+            if isinstance(value, str):
+                self._secrets.add(value)
+                self._secrets.add(value.partition(" ")[2])  # "Bearer <token>": the token alone
+            elif isinstance(value, Mapping):
+                stack.extend(value.values())
+            elif isinstance(value, (list, tuple)):
+                stack.extend(value)
+
+    def _error_data(self, error: BaseException) -> dict[str, Any]:
+        """What ended the stream, with credential-shaped text masked (a server error may echo the
+        key it was sent; known secrets are masked again on the way out, in :meth:`_write`)."""
+        data: dict[str, Any] = {
+            "type": type(error).__name__,
+            "module": type(error).__module__,
+            "message": mask_shapes(str(error)),
+        }
+        status = getattr(error, "status_code", None)
+        if isinstance(status, int):
+            data["status_code"] = status
+        body = getattr(error, "body", None)
+        if body is not None:
+            data["body"] = self._scrub(_jsonable(body), shapes=True)
+        return data
 
     def _close(self) -> None:
         out, self._out = self._out, None
@@ -272,37 +344,6 @@ def _chunk_data(chunk: Any) -> Any:
     return chunk
 
 
-def _error_data(error: BaseException) -> dict[str, Any]:
-    data: dict[str, Any] = {
-        "type": type(error).__name__,
-        "module": type(error).__module__,
-        "message": str(error),
-    }
-    status = getattr(error, "status_code", None)
-    if isinstance(status, int):
-        data["status_code"] = status
-    body = getattr(error, "body", None)
-    if body is not None:
-        data["body"] = _jsonable(body)
-    return data
-
-
-def _request_data(request: Mapping[str, Any]) -> dict[str, Any]:
-    """The request parameters as plain JSON, without credentials and without SDK sentinels."""
-    out: dict[str, Any] = {}
-    for key, value in request.items():
-        if _is_sentinel(value):
-            continue
-        if key in _TRANSPORT_OPTIONS and isinstance(value, Mapping):
-            out[key] = {str(k): _REDACTED for k in value}
-            continue
-        if _SECRET_KEY.match(key):
-            out[key] = _REDACTED
-        else:
-            out[key] = _jsonable(value) if key in _SCHEMA_OPTIONS else _scrub(_jsonable(value))
-    return out
-
-
 def _is_sentinel(value: Any) -> bool:
     return type(value).__name__ in ("NotGiven", "Omit")
 
@@ -324,14 +365,6 @@ def _jsonable(value: Any) -> Any:
         except Exception:
             pass
     return repr(value)
-
-
-def _scrub(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: (_REDACTED if _SECRET_KEY.match(k) else _scrub(v)) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_scrub(v) for v in value]
-    return value
 
 
 # ---------------------------------------------------------------------------------- redaction
