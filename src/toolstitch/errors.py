@@ -22,6 +22,8 @@ The hierarchy::
     │       ├── SchemaViolation          does not satisfy the tool's JSON Schema
     │       ├── LimitExceeded            a :class:`~toolstitch.Limits` bound was exceeded
     │       ├── LateFragment             text arrived after the call was sealed
+    │       ├── ContractViolation        the request forbade the call (tool_choice, parallel_tool_calls)
+    │       ├── InternalFault            toolstitch failed on a chunk that touched the call
     │       └── CallIncomplete           the stream ended before the call was sealed
     └── UserWarning
         └── RecordingWarning             a recording could not be written (the stream went on)
@@ -49,10 +51,12 @@ __all__ = [
     "CallIncomplete",
     "CallNotReadyError",
     "ChoiceNotFoundError",
+    "ContractViolation",
     "EmptyArguments",
     "HistoryError",
     "InBandError",
     "IncompleteStreamError",
+    "InternalFault",
     "LateFragment",
     "LimitExceeded",
     "MalformedArguments",
@@ -158,6 +162,24 @@ class LateFragment(ToolCallError):
     """A non-empty fragment arrived for a call that was already sealed; the call was not changed."""
 
     code = "late_fragment"
+
+
+class ContractViolation(ToolCallError):
+    """The request did not allow this call (rule 10, "the request is the contract").
+
+    ``tool_choice="none"`` with any call, a forced ``tool_choice`` naming another function (or an
+    ``allowed_tools`` list without it), or every call after the first of a choice when the request
+    said ``parallel_tool_calls=False``.
+    """
+
+    code = "contract_violation"
+
+
+class InternalFault(ToolCallError):
+    """toolstitch itself failed while reading a chunk that touched this call (a bug, or a value it
+    could not handle). The call is refused: what it holds may not be exactly what arrived."""
+
+    code = "internal_error"
 
 
 class CallIncomplete(ToolCallError):

@@ -167,23 +167,25 @@ def test_q01_early_sglang_index_none_id_repeated_name_empty() -> None:
     assert {"missing_index", "id_repeated", "empty_string_field"} <= codes(call)
 
 
-def test_q02_index_reused_without_id_split_by_complete_json() -> None:
-    # dyedd/lens#49 (gemini-3.1-pro via a channel): the second call reuses index 0, no id, no name.
+def test_q02_a_further_value_without_id_or_name_stays_one_refused_call() -> None:
+    # dyedd/lens#49 (gemini-3.1-pro via a channel), and hosted Mistral (issue 10): at index 0, after
+    # the call's value is complete, another complete value arrives with no id and name "". Nothing
+    # says it is another call, and splitting it off left the first value ready although the provider
+    # went on to contradict it: it stays one call, holding both values, and is refused.
+    first, second = '{"path":"","pattern":"**/*"}', '{"path":"content/wiki","pattern":""}'
     acc = run(
         [
             calls(tc(index=0, id="toolu_530f", name="glob", args="", type="function")),
-            calls(tc(index=0, name="", args='{"path":"","pattern":"**/*"}')),
-            calls(tc(index=0, name="", args='{"path":"content/wiki","pattern":""}')),
+            calls(tc(index=0, name="", args=first)),
+            calls(tc(index=0, name="", args=second)),
             done(),
         ]
     )
-    assert [(c.name, c.parsed, c.status) for c in acc.tool_calls] == [
-        ("glob", {"path": "", "pattern": "**/*"}, "ready"),
-        # The second call never had a name: it is refused, not run under the first one's name.
-        (None, {"path": "content/wiki", "pattern": ""}, "invalid"),
-    ]
-    assert isinstance(acc.tool_calls[1].error, ts.errors.MissingName)
-    assert "index_reused" in codes(acc.tool_calls[1])
+    (call,) = acc.tool_calls
+    assert (call.name, call.status, call.arguments) == ("glob", "invalid", first + second)
+    assert isinstance(call.error, ts.errors.MalformedArguments)
+    assert "further JSON value" in call.error.message
+    assert "further_json_value" in codes(call)
 
 
 def test_q02_index_reused_with_new_ids_and_duplicate_closing_fragments() -> None:

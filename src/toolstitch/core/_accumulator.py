@@ -11,10 +11,15 @@ The rules it enforces (see ``DESIGN.md``):
    unless ``empty_arguments="object"`` says so, which is recorded as an anomaly.
 4. A call is ``ready`` only after its choice's ``finish_reason``, a strict parse, and (when the
    request's ``tools`` are known) a schema check. Ending early makes open calls ``incomplete``.
-5. ``feed`` never raises on bad input: a chunk it cannot use becomes an anomaly.
+5. ``feed``, ``end`` and event building never raise on bad input: a chunk it cannot use becomes an
+   anomaly. An exception inside toolstitch while a chunk is read refuses every call that chunk
+   touched (``InternalFault``, never ``ready``), records ``internal_error``, and the rest of the
+   chunk (other choices, the ``finish_reason``) is still read (rule 9, fail closed).
 6. Unknown provider fields (``reasoning_content``, ``reasoning``, ``extra_content`` …) survive into
    the final message.
 7. Per chunk it reads fields and appends strings; the ``ChatCompletion`` is built once, at the end.
+8. Memory is bounded by :class:`Limits` (per call, per choice, choices, the whole stream) and
+   every pass over choices and calls is linear.
 """
 
 from __future__ import annotations
@@ -25,11 +30,11 @@ from dataclasses import replace
 from typing import Any, Literal
 
 from openai.types.chat import ChatCompletion
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
-from ..errors import IncompleteStreamError, LimitExceeded, MalformedChunk
+from ..errors import IncompleteStreamError, InternalFault, LimitExceeded, MalformedArguments, MalformedChunk
 from ._anomaly import Anomaly, AnomalyCode
-from ._call import ToolCall, now
+from ._call import ToolCall, now, text_size
 from ._events import (
     AnomalyRecorded,
     ArgumentsComplete,
@@ -46,20 +51,11 @@ from ._events import (
     ToolCallReady,
     ToolCallStarted,
 )
-from ._limits import Limits
-from ._normalize import (
-    SKIP,
-    CallTable,
-    ChoicePiece,
-    InBandError,
-    ToolFragment,
-    apply_identity,
-    argument_text,
-    read_chunk,
-    resolve_call,
-)
+from ._limits import Limits, retained, sample
+from ._read import ChoicePiece, InBandError, ToolFragment, read_chunk, show
 from ._recover import TextToolCallRecovery
-from ._schema import ToolSchemas
+from ._route import SKIP, CallTable, apply_identity, argument_text, resolve_call
+from ._seal import CallChecks
 
 __all__ = ["Accumulator", "StreamMetrics"]
 
@@ -124,19 +120,22 @@ class _Choice:
 
 def _dump(value: Any) -> Any:
     """Plain data from an SDK model (once, at the end), or the value itself."""
-    dump = getattr(value, "model_dump", None)
-    if callable(dump):
-        return dump(mode="json", exclude_unset=True)
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", exclude_unset=True)
     return value
 
 
 class Accumulator:
     """Merges streamed chunks into finished tool calls and one ``ChatCompletion``.
 
-    ``tools`` are the request's tools (dicts as sent to the SDK); when given, sealed calls are
-    checked against them: an unknown name or a schema failure makes the call ``invalid``.
+    ``tools`` are the request's tools (dicts as sent to the SDK, from any iterable: it is read once,
+    into a list); when given, sealed calls are checked against them: an unknown name or a schema
+    failure makes the call ``invalid``. ``tool_choice`` and ``parallel_tool_calls`` are the request's
+    values: a call that breaks them (``tool_choice="none"``, a forced function, every call after the
+    first of a choice under ``parallel_tool_calls=False``) is ``invalid`` with ``ContractViolation``.
     ``empty_arguments="object"`` reads ``""`` arguments as ``{}`` (recorded as an anomaly); the
-    default ``"invalid"`` refuses them, since a missing value is not an empty one.
+    default ``"invalid"`` refuses them, since a missing value is not an empty one, except for a tool
+    whose schema declares no properties, where ``""`` and ``{}`` cannot differ (also recorded).
     ``recover_text_tool_calls=True`` reads tool calls that a server wrote as text in ``content``
     (``<tool_call>{...}</tool_call>`` and similar) once the choice finishes; see ``_recover.py``.
     ``clock`` replaces ``time.monotonic`` for every timestamp: replay passes the recorded times, so
@@ -152,13 +151,22 @@ class Accumulator:
         started_at: float | None = None,
         clock: Callable[[], float] | None = None,
         recover_text_tool_calls: bool = False,
+        tool_choice: Any = None,
+        parallel_tool_calls: Any = None,
     ) -> None:
-        if empty_arguments not in ("invalid", "object"):
-            raise ValueError('empty_arguments must be "invalid" or "object"')
-        self.limits = limits or Limits()
-        self._schemas = ToolSchemas(tools) if tools else None
-        self._empty_as_object = empty_arguments == "object"
-        self._recovery = TextToolCallRecovery(tools) if recover_text_tool_calls else None
+        if limits is not None and not isinstance(limits, Limits):
+            raise TypeError("limits must be a toolstitch.Limits")
+        self.limits = limits = limits or Limits()
+        # Read once, whatever the iterable (a generator, dict.values(), map): the same list is
+        # checked against here and by text recovery.
+        tool_list = list(tools) if tools is not None else None
+        self._checks = CallChecks(
+            tool_list,
+            empty_arguments=empty_arguments,
+            tool_choice=tool_choice,
+            parallel_tool_calls=parallel_tool_calls,
+        )
+        self._recovery = TextToolCallRecovery(tool_list) if recover_text_tool_calls else None
         self._choices: dict[int, _Choice] = {}
         self.anomalies: list[Anomaly] = []
         """Every anomaly of the stream, once per (code, choice, call)."""
@@ -169,6 +177,9 @@ class Accumulator:
         self.error: BaseException | None = None
         """The error that ended the input, if it ended with one."""
         self._last_seq: int | None = None
+        self._bytes_left = limits.max_stream_bytes
+        self.dropped_choices = 0
+        """Choice pieces dropped because ``Limits.max_choices`` choices were already open."""
         # Envelope fields: the first non-empty value wins, except usage (the last wins).
         self._id: str | None = None
         self._model: str | None = None
@@ -221,7 +232,7 @@ class Accumulator:
         if seq is not None:
             if self._last_seq is not None and seq <= self._last_seq:
                 return self._note_chunk(
-                    AnomalyCode.REPLAYED_CHUNK, f"chunk #{seq} was already seen; dropped", chunk
+                    AnomalyCode.REPLAYED_CHUNK, f"chunk #{show(seq)} was already seen; dropped", chunk
                 )
             self._last_seq = seq
         t = self._clock()
@@ -231,19 +242,25 @@ class Accumulator:
         metrics.chunks += 1
         notes: list[Anomaly] = []
         try:
-            envelope, pieces = read_chunk(chunk, notes)
+            envelope, pieces = read_chunk(chunk, notes, self.limits.max_depth)
         except MalformedChunk as exc:
             return self._note_chunk(AnomalyCode.MALFORMED_CHUNK, str(exc), chunk)
         except InBandError as exc:
             # The SDK raises these itself; fed by hand, the chunk ends the input with the error.
             return [*self._note_chunk(AnomalyCode.IN_BAND_ERROR, str(exc), chunk), *self.end(exc)]
-        events: list[Event] = []
-        try:
-            self._take_envelope(envelope, bool(pieces), notes, chunk)
-            for piece in pieces:
-                self._take_choice(piece, t, events, notes)
         except Exception as exc:
-            notes.append(Anomaly(AnomalyCode.INTERNAL_ERROR, f"{type(exc).__name__}: {exc}", raw=chunk))
+            # Nothing of the chunk could be read, so which calls it touched is unknown: every open
+            # call may have lost a fragment.
+            events: list[Event] = []
+            self._refuse(self._open_calls(), exc, events, chunk)
+            return events
+        events = []
+        try:
+            self._take_envelope(envelope, bool(pieces), notes, chunk, events)
+        except Exception as exc:
+            notes.append(_fault(exc, "reading the chunk's envelope", None, chunk))
+        for piece in pieces:
+            self._take_choice(piece, t, events, notes)
         for note in notes:
             self._record(note, None, events)
         return events or _NO_EVENTS
@@ -253,7 +270,43 @@ class Accumulator:
         self._record(Anomaly(code, message, raw=chunk), None, events)
         return events
 
-    def _take_envelope(self, env: Any, has_choices: bool, notes: list[Anomaly], chunk: Any) -> None:
+    def _charge(self, size: int, what: str, choice: int | None, events: list[Event]) -> bool:
+        """Take ``size`` bytes from the stream budget; False (and a noted anomaly) when over it."""
+        left = self._bytes_left - size
+        if left < 0:
+            self._record(
+                Anomaly(
+                    AnomalyCode.LIMIT_EXCEEDED,
+                    f"Limits.max_stream_bytes={self.limits.max_stream_bytes} reached: {what} beyond it "
+                    "was not kept",
+                    choice,
+                ),
+                None,
+                events,
+            )
+            return False
+        self._bytes_left = left
+        return True
+
+    def _keep(self, value: Any, what: str, choice: int | None, events: list[Event]) -> bool:
+        """May ``value`` (an unknown field, usage, logprobs) be kept? Too deep or over budget: no."""
+        size = retained(value, self.limits.max_depth)
+        if size < 0:
+            self._record(
+                Anomaly(
+                    AnomalyCode.TOO_DEEP,
+                    f"{what} was nested deeper than Limits.max_depth={self.limits.max_depth}; dropped",
+                    choice,
+                ),
+                None,
+                events,
+            )
+            return False
+        return self._charge(size, what, choice, events)
+
+    def _take_envelope(
+        self, env: Any, has_choices: bool, notes: list[Anomaly], chunk: Any, events: list[Event]
+    ) -> None:
         if self._id is None and env.id:
             self._id = env.id
         if self._model is None and env.model:
@@ -269,18 +322,111 @@ class Accumulator:
         if env.usage is not None:
             if self._usage is not None:
                 notes.append(Anomaly(AnomalyCode.USAGE_REPEATED, "usage arrived on more than one chunk"))
-            self._usage = env.usage
+            if retained(env.usage, self.limits.max_depth) >= 0:
+                self._usage = env.usage
+            else:
+                notes.append(Anomaly(AnomalyCode.TOO_DEEP, "usage was nested too deep; dropped"))
         elif not has_choices:
             notes.append(Anomaly(AnomalyCode.EMPTY_CHOICES, "a chunk had no choices and no usage", raw=chunk))
         if env.extra:
-            self._extra.update(env.extra)
+            for key, value in env.extra.items():
+                if self._keep(value, f"the chunk field {show(key)}", None, events):
+                    self._extra[key] = value
 
     def _take_choice(self, piece: ChoicePiece, t: float, events: list[Event], notes: list[Anomaly]) -> None:
+        """Read one choice of a chunk, section by section, so a fault in one still reads the rest."""
         index = piece.index
         state = self._choices.get(index)
         if state is None:
+            if len(self._choices) >= self.limits.max_choices:
+                self.dropped_choices += 1
+                self._record(
+                    Anomaly(
+                        AnomalyCode.LIMIT_EXCEEDED,
+                        f"more than Limits.max_choices={self.limits.max_choices} choices; choice "
+                        f"{index} was dropped ({self.dropped_choices} pieces so far)",
+                    ),
+                    None,
+                    events,
+                )
+                return
             state = self._choices[index] = _Choice(index)
-        finished = state.finish_reason is not None
+        faulted = False
+        try:
+            self._take_text(state, piece, events, notes)
+        except Exception as exc:
+            faulted = True
+            notes.append(_fault(exc, "reading a delta", index, None))
+        if piece.tool_fragments:
+            for frag in piece.tool_fragments:
+                try:
+                    self._take_fragment(state, frag, t, events, notes)
+                except Exception as exc:
+                    faulted = True
+                    notes.append(_fault(exc, "routing a tool-call fragment", index, frag.raw))
+        sealing: list[ToolCall] | None = None
+        if piece.finish_reason is not None:
+            # The calls this finish may seal: if sealing fails, none of them may stay ready.
+            sealing = [c for c in state.table.calls if c._status == "open"]
+            try:
+                self._finish(state, piece.finish_reason, t, events, notes)
+                sealing = None
+            except Exception as exc:
+                faulted = True
+                notes.append(_fault(exc, "finishing a choice", index, None))
+        if faulted or piece.damaged:
+            self._contain(state, piece, sealing, events)
+
+    def _contain(
+        self, state: _Choice, piece: ChoicePiece, sealing: list[ToolCall] | None, events: list[Event]
+    ) -> None:
+        """Refuse every call this chunk touched in ``state`` (fail closed, rule 9).
+
+        Touched: the calls its fragments reached; when a fragment may be lost (``damaged``), every
+        open call of the choice; when sealing failed, every call that finish was sealing.
+        """
+        touched: list[ToolCall] = [frag.call for frag in piece.tool_fragments or () if frag.call is not None]
+        if piece.damaged:
+            touched.extend(c for c in state.table.calls if c._status == "open")
+        if sealing:
+            touched.extend(sealing)
+        self._refuse(touched, None, events, None)
+
+    def _refuse(
+        self, calls: list[ToolCall], exc: BaseException | None, events: list[Event], raw: Any
+    ) -> None:
+        """Turn ``calls`` invalid with ``InternalFault``; withdraw a ``ToolCallReady`` of this feed."""
+        if exc is not None:
+            self._record(_fault(exc, "reading a chunk", None, raw), None, events)
+        refused: set[int] = set()
+        for call in calls:
+            if call._status not in ("open", "ready") or id(call) in refused:
+                continue
+            if call._status == "open":
+                call._metrics.sealed_at = self._clock()
+            error = InternalFault(
+                "toolstitch failed on a chunk that touched this call; its arguments may not be "
+                "exactly what arrived, so it was refused (see the internal_error anomaly)",
+                raw=call.arguments,
+            )
+            call._invalidate(error)
+            refused.add(id(call))
+            events.append(ToolCallInvalid(call, error))
+            self._record(
+                Anomaly(AnomalyCode.INTERNAL_ERROR, "the call was refused after an internal failure"),
+                call,
+                events,
+            )
+        if refused:
+            events[:] = [e for e in events if not (isinstance(e, ToolCallReady) and id(e.call) in refused)]
+
+    def _open_calls(self) -> list[ToolCall]:
+        return [c for s in self._choices.values() for c in s.table.calls if c._status == "open"]
+
+    def _take_text(
+        self, state: _Choice, piece: ChoicePiece, events: list[Event], notes: list[Anomaly]
+    ) -> None:
+        index = state.index
         if piece.role:
             if state.role is not None:
                 notes.append(Anomaly(AnomalyCode.ROLE_REPEATED, "role repeated on a later delta", index))
@@ -288,37 +434,38 @@ class Accumulator:
                 state.role = piece.role
         text = piece.content
         if text:
-            if finished:
+            if state.finish_reason is not None:
                 notes.append(Anomaly(AnomalyCode.FRAGMENT_AFTER_FINISH, "content after finish_reason", index))
-            state.content.append(text)
+            if self._charge(text_size(text), "content", index, events):
+                state.content.append(text)
             events.append(ContentDelta(index, text))
         text = piece.refusal
         if text:
-            state.refusal.append(text)
+            if self._charge(text_size(text), "refusal text", index, events):
+                state.refusal.append(text)
             events.append(RefusalDelta(index, text))
         if piece.extra:
             self._take_extra(state, piece.extra, events)
         if piece.logprobs is not None:
-            self._take_logprobs(state, piece.logprobs)
-        if piece.tool_fragments:
-            for frag in piece.tool_fragments:
-                self._take_fragment(state, frag, t, events, notes)
-        if piece.finish_reason is not None:
-            self._finish(state, piece.finish_reason, t, events, notes)
+            self._take_logprobs(state, piece.logprobs, events, notes)
 
     def _take_extra(self, state: _Choice, extra: dict[str, Any], events: list[Event]) -> None:
         """Unknown delta fields: text is concatenated, lists extended, anything else last-wins."""
+        index = state.index
         for key, value in extra.items():
             if value is None:
                 continue
             if type(value) is str:
                 if not value:
                     continue
-                parts = state.reasoning.get(key)
-                if parts is None:
-                    parts = state.reasoning[key] = []
-                parts.append(value)
-                events.append(ReasoningDelta(state.index, key, value))
+                if self._charge(text_size(value), "reasoning text", index, events):
+                    parts = state.reasoning.get(key)
+                    if parts is None:
+                        parts = state.reasoning[key] = []
+                    parts.append(value)
+                events.append(ReasoningDelta(index, key, value))
+            elif not self._keep(value, f"the delta field {show(key)}", index, events):
+                continue
             elif type(value) is list:
                 existing = state.extra.get(key)
                 if isinstance(existing, list):
@@ -328,17 +475,33 @@ class Accumulator:
             else:
                 state.extra[key] = value
 
-    def _take_logprobs(self, state: _Choice, logprobs: Any) -> None:
-        content = logprobs.get("content") if type(logprobs) is dict else getattr(logprobs, "content", None)
-        if content:
-            if state.logprobs_content is None:
-                state.logprobs_content = []
-            state.logprobs_content.extend(content)
-        refusal = logprobs.get("refusal") if type(logprobs) is dict else getattr(logprobs, "refusal", None)
-        if refusal:
-            if state.logprobs_refusal is None:
-                state.logprobs_refusal = []
-            state.logprobs_refusal.extend(refusal)
+    def _take_logprobs(
+        self, state: _Choice, logprobs: Any, events: list[Event], notes: list[Anomaly]
+    ) -> None:
+        index = state.index
+        for field in ("content", "refusal"):
+            items = logprobs.get(field) if type(logprobs) is dict else getattr(logprobs, field, None)
+            if not items:
+                continue
+            if type(items) is not list:
+                notes.append(
+                    Anomaly(
+                        AnomalyCode.MALFORMED_CHUNK,
+                        f"logprobs.{field} was a {type(items).__name__}, not a list; skipped",
+                        index,
+                    )
+                )
+                continue
+            if not self._keep(items, f"logprobs.{field}", index, events):
+                continue
+            if field == "content":
+                if state.logprobs_content is None:
+                    state.logprobs_content = []
+                state.logprobs_content.extend(items)
+            else:
+                if state.logprobs_refusal is None:
+                    state.logprobs_refusal = []
+                state.logprobs_refusal.extend(items)
 
     def _take_fragment(
         self,
@@ -349,17 +512,32 @@ class Accumulator:
         notes: list[Anomaly],
     ) -> None:
         table = state.table
+        limits = self.limits
         local: list[Anomaly] = frag.anomalies or []
         call, index = resolve_call(table, frag, state.index, local)
         if index == SKIP:
             for note in local:
                 self._record(note, None, events)
             return
+        if call is None and len(table.calls) > limits.max_calls_per_choice:
+            # One refused call is kept as the sample; beyond it only a counter grows.
+            table.refused += 1
+            self._record(
+                Anomaly(
+                    AnomalyCode.LIMIT_EXCEEDED,
+                    f"more than Limits.max_calls_per_choice={limits.max_calls_per_choice} tool calls; "
+                    "further calls were counted, not kept",
+                    state.index,
+                ),
+                None,
+                events,
+            )
+            return
         # What the call was before this fragment: a change to "invalid" is announced below.
-        before_status, before_error = ("open", None) if call is None else (call.status, call.error)
+        before_status, before_error = ("open", None) if call is None else (call._status, call._error)
         if call is None:
-            call = ToolCall(state.index, index, len(table.calls), self.limits)
-            call.metrics.opened_at = t
+            call = ToolCall(state.index, index, len(table.calls), limits)
+            call._metrics.opened_at = t
             table.calls.append(call)
             table.by_index[index] = call
             if index > table.max_index:
@@ -375,36 +553,53 @@ class Accumulator:
                     )
                 )
             events.append(ToolCallStarted(call))
-        had_id = call.id
+        frag.call = call
+        if frag.extra and not self._keep(frag.extra, "a tool call's unknown fields", state.index, events):
+            frag.extra = None
+        had_id = call._id
         apply_identity(call, frag, local)
-        if (
-            before_status == "open"
-            and call.slot >= self.limits.max_calls_per_choice
-            and call.status == "open"
-        ):
+        if before_status == "open" and call._slot >= limits.max_calls_per_choice and call._status == "open":
             # Refused only after its identity was written, so the refusal names the call.
-            call.exceed_call_limit(self.limits.max_calls_per_choice, t)
-        if had_id is None and call.id is not None and call.id not in table.by_id:
-            table.by_id[call.id] = call
-        call.metrics.fragments += 1
+            call._exceed_call_limit(limits.max_calls_per_choice, t)
+        if had_id is None and call._id is not None and call._id not in table.by_id:
+            table.by_id[call._id] = call
+        call._metrics.fragments += 1
+        if frag.error is not None and call._status == "open":
+            # Arguments sent as an object that is not JSON: nothing true can be made of them.
+            call._metrics.sealed_at = t
+            call._invalidate(
+                MalformedArguments(f"arguments arrived as an object that is not JSON: {frag.error}")
+            )
+        elif frag.further and call._status == "open" and call._pending_error is None:
+            call._pending_error = MalformedArguments(
+                "a further JSON value arrived for this call after its arguments were complete, with no "
+                "new id and no name: the call holds the concatenated text and is refused, since the "
+                "later value contradicts the first and neither can be trusted alone",
+                raw=call.arguments,
+            )
         text, replace_all = argument_text(call, frag, local)
         if text is not None:
-            scanner = call.scanner
+            scanner = call._scanner
             was_complete = scanner.complete
             had_error = scanner.error is not None
-            if replace_all:
-                call.replace_arguments(text, t)
-                kept = call.status == "open"
+            if call._status == "open" and not self._charge(
+                text_size(text), "argument text", state.index, events
+            ):
+                call._exceed("max_stream_bytes", limits.max_stream_bytes, "" if replace_all else text, t)
+                kept = False
+            elif replace_all:
+                call._replace_arguments(text, t)
+                kept = call._status == "open"
             else:
-                kept = call.append(text, t)
+                kept = call._append(text, t)
             if kept:
                 events.append(ArgumentsDelta(call, text))
-                scanner = call.scanner
+                scanner = call._scanner
                 if scanner.complete and not was_complete:
                     events.append(ArgumentsComplete(call))
                 if scanner.error is not None and not had_error:
                     events.append(ArgumentsMalformed(call, scanner.error, scanner.error_at))
-            elif before_status != "open" and not isinstance(call.error, LimitExceeded):
+            elif before_status != "open" and not isinstance(call._error, LimitExceeded):
                 local.append(
                     Anomaly(
                         AnomalyCode.FRAGMENT_AFTER_FINISH,
@@ -414,8 +609,8 @@ class Accumulator:
                 )
         # A limit, or a late fragment for a sealed call, turned the call invalid: say so, so that an
         # executor acting on ToolCallReady hears that the call must not run after all.
-        if call.status == "invalid" and call.error is not None and call.error is not before_error:
-            events.append(ToolCallInvalid(call, call.error))
+        if call._status == "invalid" and call._error is not None and call._error is not before_error:
+            events.append(ToolCallInvalid(call, call._error))
         for note in local:
             self._record(note, call, events)
 
@@ -429,7 +624,7 @@ class Accumulator:
             notes.append(
                 Anomaly(
                     AnomalyCode.FINISH_REASON_REPEATED,
-                    f"a second finish_reason {reason!r} after {state.finish_reason!r}",
+                    f"a second finish_reason {show(reason)} after {state.finish_reason!r}",
                     state.index,
                 )
             )
@@ -440,19 +635,19 @@ class Accumulator:
             notes.append(
                 Anomaly(
                     AnomalyCode.FINISH_REASON_STOP_WITH_TOOL_CALLS,
-                    f"finish_reason {reason!r} on a choice that carries tool calls",
+                    f"finish_reason {show(reason)} on a choice that carries tool calls",
                     state.index,
                 )
             )
         if reason == "length":
             # Output was cut by the token limit: no call of this choice may run (rule 4).
             for call in calls:
-                if call.status == "open":
-                    call.metrics.sealed_at = t
-                    call.mark_incomplete("the choice finished with finish_reason 'length'")
+                if call._status == "open":
+                    call._metrics.sealed_at = t
+                    call._mark_incomplete("the choice finished with finish_reason 'length'")
                     events.append(ToolCallIncomplete(call))
         else:
-            self._seal_calls(calls, t, events)
+            self._seal_calls(state, calls, t, events)
         if calls:
             self._ensure_ids(state, _ordered(calls))
         events.append(ChoiceFinished(state.index, reason))
@@ -470,42 +665,46 @@ class Accumulator:
             for frag in frags:
                 self._take_fragment(state, frag, t, events, notes)
 
-    def _seal_calls(self, calls: list[ToolCall], t: float, events: list[Event]) -> None:
+    def _seal_calls(self, state: _Choice, calls: list[ToolCall], t: float, events: list[Event]) -> None:
+        """Seal the open ``calls`` of ``state`` and check them (``_seal.py``)."""
+        every = state.table.calls
+        first = min(every, key=_order) if every else None
+        checks = self._checks
         for call in calls:
-            if call.status != "open":
+            if call._status != "open":
                 continue
-            call.seal(t, self._empty_as_object)
-            if self._empty_as_object and call.chars == 0 and call.ready:
-                self._record(
-                    Anomaly(
-                        AnomalyCode.EMPTY_ARGUMENTS_AS_OBJECT,
-                        'empty arguments read as {} by the empty_arguments="object" policy',
-                    ),
-                    call,
-                    events,
-                )
-            if call.ready and self._schemas is not None and call.name is not None:
-                error = self._schemas.check(call.name, call.parsed, call.arguments)
-                if error is not None:
-                    call.invalidate(error)
+            notes: list[Anomaly] = []
+            checks.seal(call, t, call is first, notes)
+            for note in notes:
+                self._record(note, call, events)
             if call.ready:
                 events.append(ToolCallReady(call))
-            elif call.error is not None:
-                events.append(ToolCallInvalid(call, call.error))
+            elif call._error is not None:
+                events.append(ToolCallInvalid(call, call._error))
 
     def _record(self, note: Anomaly, call: ToolCall | None, events: list[Event]) -> None:
-        """Keep an anomaly once per (code, choice, call), on the call and on the stream."""
+        """Keep an anomaly once per (code, choice, call), on the call and on the stream.
+
+        ``raw`` is kept as sent when it is small, else as a bounded sample (``Limits.sample_chars``):
+        an anomaly must not keep 50 MB of a refused fragment alive.
+        """
         if call is not None:
-            if note.choice != call.choice or note.call_index != call.index:
-                note = replace(note, choice=call.choice, call_index=call.index)
-            key: tuple[str, int | None, int | None] = (note.code, call.choice, call.slot)
-            if key in self._anomaly_keys:
-                return
-            call.anomalies.append(note)
+            key: tuple[str, int | None, int | None] = (note.code, call._choice, call._slot)
         else:
             key = (note.code, note.choice, None)
-            if key in self._anomaly_keys:
-                return
+        if key in self._anomaly_keys:
+            return
+        raw = note.raw
+        if (raw is not None and type(raw) is not str) or (
+            type(raw) is str and len(raw) > self.limits.sample_chars
+        ):
+            raw = sample(raw, self.limits.sample_chars)
+        if call is not None and (note.choice != call._choice or note.call_index != call._index):
+            note = replace(note, choice=call._choice, call_index=call._index, raw=raw)
+        elif raw is not note.raw:
+            note = replace(note, raw=raw)
+        if call is not None:
+            call._anomalies.append(note)
         self._anomaly_keys.add(key)
         self.anomalies.append(note)
         events.append(AnomalyRecorded(note))
@@ -520,6 +719,7 @@ class Accumulator:
         incomplete. ``closed=True`` says the consumer closed the input before it ended: not a
         failure (``error`` stays None, finished choices still build a completion), but not a clean
         end either, so nothing is sealed on the strength of the end: more could have followed.
+        Linear in choices and calls.
         """
         if self.ended:
             return _NO_EVENTS
@@ -528,18 +728,34 @@ class Accumulator:
         t = self._clock()
         self.metrics.ended_at = t
         events: list[Event] = []
+        open_before = self._open_calls()
+        try:
+            self._end(error, closed, t, events)
+        except Exception as exc:
+            # Fail closed: whatever this end sealed is withdrawn; what is still open is incomplete.
+            self._refuse([c for c in open_before if c._status == "ready"], exc, events, None)
+            for call in self._open_calls():
+                call._mark_incomplete("the stream ended, and toolstitch failed while sealing")
+                events.append(ToolCallIncomplete(call))
+        events.append(StreamEnded(error, self._usage))
+        return events
+
+    def _end(self, error: BaseException | None, closed: bool, t: float, events: list[Event]) -> None:
+        clean = error is None and not closed
+        any_finished = any(c.finish_reason is not None for c in self._choices.values())
         for state in self._choices.values():
-            if state.table.calls:
-                self._ensure_ids(state, _ordered(state.table.calls))
-            open_calls = [c for c in state.table.calls if c.status == "open"]
+            calls = state.table.calls
+            if not calls:
+                continue
+            self._ensure_ids(state, _ordered(calls))
+            open_calls = [c for c in calls if c._status == "open"]
             if not open_calls:
                 continue
-            clean = error is None and not closed
             if (
                 clean
                 and state.finish_reason is None
-                and any(other.finish_reason is not None for other in self._choices.values())
-                and all(c.scanner.complete for c in open_calls)
+                and any_finished
+                and all(c._scanner.complete for c in open_calls)
             ):
                 # Another choice finished and the stream ended cleanly; this one's calls all hold a
                 # closed JSON value, so nothing of them can be missing: seal them (noted).
@@ -554,10 +770,10 @@ class Accumulator:
                     events,
                 )
                 state.finish_reason = "tool_calls"
-                self._seal_calls(open_calls, t, events)
+                self._seal_calls(state, open_calls, t, events)
                 continue
             if clean and state.finish_reason not in (None, "length"):
-                self._seal_calls(open_calls, t, events)
+                self._seal_calls(state, open_calls, t, events)
                 continue
             if error is not None:
                 reason = f"the stream failed ({type(error).__name__}) before the call was sealed"
@@ -566,25 +782,24 @@ class Accumulator:
             else:
                 reason = "the stream ended before the choice received a finish_reason"
             for call in open_calls:
-                call.mark_incomplete(reason)
+                call._mark_incomplete(reason)
                 events.append(ToolCallIncomplete(call))
-        events.append(StreamEnded(error, self._usage))
-        return events
 
     # -- the finished completion -------------------------------------------------------------
 
     def get_final_completion(self) -> ChatCompletion:
         """Build the ``ChatCompletion`` (once the input is over; this ends it if not yet ended).
 
-        Raises :class:`~toolstitch.IncompleteStreamError` when the stream failed, or when a choice
-        never received a ``finish_reason``; the error carries the partial completion and the calls.
+        Raises :class:`~toolstitch.errors.IncompleteStreamError` when the stream failed, or when a
+        choice never received a ``finish_reason``; the error carries the partial completion and
+        the calls. Raises nothing else.
         """
         self.end()
         data = self._completion_data()
         unfinished = [c.index for c in self._choices.values() if c.finish_reason is None]
         if self.error is not None or unfinished or not self._choices:
             if self.error is not None:
-                why = f"the stream failed with {type(self.error).__name__}: {self.error}"
+                why = f"the stream failed with {type(self.error).__name__}: {show(str(self.error), 500)}"
             elif not self._choices:
                 why = "the stream carried no choices"
             else:
@@ -594,19 +809,29 @@ class Accumulator:
             )
         try:
             return ChatCompletion.model_validate(data)
-        except ValidationError as exc:
+        except Exception as exc:
             # A provider value outside the SDK's literals (say finish_reason "eos"): keep the data
             # as sent rather than lose the completion, and say so.
+            message = str(exc) if isinstance(exc, ValidationError) else f"{type(exc).__name__}: {exc}"
             self._record(
-                Anomaly(AnomalyCode.MALFORMED_CHUNK, f"completion does not validate: {exc}"),
+                Anomaly(AnomalyCode.MALFORMED_CHUNK, f"completion does not validate: {show(message, 2000)}"),
                 None,
                 [],
             )
             return ChatCompletion.construct(**data)
 
     def _completion_data(self) -> dict[str, Any]:
-        choices = [self._choice_data(self._choices[i]) for i in sorted(self._choices)]
-        data: dict[str, Any] = dict(self._extra)
+        choices = []
+        for i in sorted(self._choices):
+            state = self._choices[i]
+            try:
+                choices.append(self._choice_data(state))
+            except Exception as exc:
+                self._record(_fault(exc, "building the final message", i, None), None, [])
+                choices.append(self._bare_choice_data(state))
+        data: dict[str, Any] = {}
+        for key, value in self._extra.items():
+            data[key] = _dump(value)
         data.update(
             id=self._id or "",
             object="chat.completion",
@@ -621,6 +846,30 @@ class Accumulator:
         if self._usage is not None:
             data["usage"] = _dump(self._usage)
         return data
+
+    def _bare_choice_data(self, state: _Choice) -> dict[str, Any]:
+        """The message without unknown fields or logprobs, when building it in full failed."""
+        calls = _ordered(state.table.calls)
+        message: dict[str, Any] = {
+            "role": "assistant",
+            "content": "".join(state.content) if state.content else None,
+            "refusal": "".join(state.refusal) if state.refusal else None,
+        }
+        if calls:
+            message["tool_calls"] = [
+                {
+                    "id": c._id or "",
+                    "type": "function",
+                    "function": {"name": c._name or "", "arguments": c.arguments},
+                }
+                for c in calls
+            ]
+        return {
+            "index": state.index,
+            "message": message,
+            "finish_reason": state.finish_reason,
+            "logprobs": None,
+        }
 
     def _choice_data(self, state: _Choice) -> dict[str, Any]:
         message: dict[str, Any] = {
@@ -657,36 +906,52 @@ class Accumulator:
         """Give every call a non-empty id unique within its message (a valid history needs one)."""
         seen: set[str] = set()
         for call in calls:
-            if call.id is not None and call.id not in seen:
-                seen.add(call.id)
+            if call._id is not None and call._id not in seen:
+                seen.add(call._id)
                 continue
-            code = AnomalyCode.CALL_ID_REUSED if call.id is not None else AnomalyCode.ID_SYNTHESIZED
+            code = AnomalyCode.CALL_ID_REUSED if call._id is not None else AnomalyCode.ID_SYNTHESIZED
             # Unique within the message (slot) and, in practice, across turns (the completion id,
             # or for providers that send none, its time and the arguments), so that idempotency by
-            # call id never mistakes a later turn's call for an earlier one.
+            # call id never mistakes a later turn's call for an earlier one. surrogatepass: a name
+            # or id holding a lone surrogate must not make this fail.
             basis = (
-                f"{self._id or ''}:{self._created}:{self._model}:{state.index}:{call.slot}:"
-                f"{call.name or ''}:{call.arguments}"
+                f"{self._id or ''}:{self._created}:{self._model}:{state.index}:{call._slot}:"
+                f"{call._name or ''}:{call.arguments}"
             )
-            made = "call_ts" + hashlib.sha256(basis.encode()).hexdigest()[:20]
+            made = "call_ts" + hashlib.sha256(basis.encode("utf-8", "surrogatepass")).hexdigest()[:20]
             self._record(
-                Anomaly(code, f"id {call.id!r} unusable; synthesized {made!r}", raw=call.id),
+                Anomaly(code, f"id {show(call._id)} unusable; synthesized {made!r}", raw=call._id),
                 call,
                 [],
             )
-            call.id = made
+            call._id = made
             seen.add(made)
 
 
+def _fault(exc: BaseException, doing: str, choice: int | None, raw: Any) -> Anomaly:
+    """The ``internal_error`` anomaly for an exception caught while ``doing`` something."""
+    return Anomaly(
+        AnomalyCode.INTERNAL_ERROR,
+        f"toolstitch failed while {doing} ({type(exc).__name__}: {show(str(exc), 200)}); the calls "
+        "it touched were refused, the rest of the chunk was read",
+        choice,
+        raw=raw,
+    )
+
+
+def _order(call: ToolCall) -> tuple[int, int]:
+    return (call._index, call._slot)
+
+
 def _ordered(calls: list[ToolCall]) -> list[ToolCall]:
-    return sorted(calls, key=lambda c: (c.index, c.slot))
+    return sorted(calls, key=_order)
 
 
 def _call_data(call: ToolCall) -> dict[str, Any]:
-    data: dict[str, Any] = {k: _dump(v) for k, v in call.extra.items() if k != "function"}
-    function: dict[str, Any] = {"name": call.name or "", "arguments": call.arguments}
-    fextra = call.extra.get("function")
+    data: dict[str, Any] = {k: _dump(v) for k, v in call._extra.items() if k != "function"}
+    function: dict[str, Any] = {"name": call._name or "", "arguments": call.arguments}
+    fextra = call._extra.get("function")
     if isinstance(fextra, dict):
         function.update({k: v for k, v in fextra.items() if k not in function})
-    data.update(id=call.id, type="function", function=function)
+    data.update(id=call._id, type="function", function=function)
     return data

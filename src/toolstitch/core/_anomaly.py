@@ -26,7 +26,8 @@ class AnomalyCode:
     IN_BAND_ERROR = "in_band_error"
     """A chunk carried an ``error`` field (an in-band error event); the stream was ended with it."""
     INTERNAL_ERROR = "internal_error"
-    """toolstitch failed on a chunk; the chunk was skipped so the user's stream keeps flowing."""
+    """toolstitch failed on part of a chunk; the calls that chunk touched were refused
+    (``InternalFault``), the rest of the chunk was still read, and the user's stream kept flowing."""
 
     MISSING_INDEX = "missing_index"
     """A tool-call fragment had no (or a null) ``index``; its call was found by id or position."""
@@ -100,6 +101,18 @@ class AnomalyCode:
     """A legacy ``delta.function_call`` fragment was read as tool call 0."""
     TOOL_CALL_IN_CONTENT = "tool_call_in_content"
     """A tool call written as text inside ``content`` was recovered (opt-in)."""
+    FURTHER_VALUE = "further_json_value"
+    """At an index whose arguments already formed a complete JSON value, another value arrived with
+    no new id and no name (hosted Mistral). It stays one call, holding the concatenated text, and is
+    refused: the later value contradicts the first, and neither can be trusted alone."""
+    EMPTY_ARGUMENTS_NO_PARAMETERS = "empty_arguments_no_parameters"
+    """``""`` arguments for a tool whose schema declares no properties were read as ``{}``."""
+    CONTRACT_VIOLATION = "contract_violation"
+    """A call broke the request's ``tool_choice`` or ``parallel_tool_calls``; it was refused."""
+    LIMIT_EXCEEDED = "limit_exceeded"
+    """A :class:`~toolstitch.Limits` bound was reached; what lay beyond it was counted, not kept."""
+    TOO_DEEP = "too_deep"
+    """An unknown provider field was nested deeper than ``Limits.max_depth``; it was dropped."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,14 +5,22 @@ The state machine (rule 4 of the design, "seal, check, then execute")::
     open ──seal──▶ ready       arguments parse and (when the tool is known) fit its schema
       │      └───▶ invalid     they do not; ``error`` says why and keeps the raw text
       ├──limit───▶ invalid     a Limits bound was exceeded (``LimitExceeded``), further text dropped
+      ├──fault───▶ invalid     toolstitch itself failed on a chunk that touched the call
       └──end─────▶ incomplete  the stream ended before the call's choice got a finish_reason
 
 A sealed call is frozen: a late non-empty fragment never changes its text; it turns the call
-``invalid`` with :class:`~toolstitch.LateFragment` instead, so nothing that changed after the check
-can be executed.
+``invalid`` with :class:`~toolstitch.errors.LateFragment` instead, so nothing that changed after the
+check can be executed.
 
-Argument text is kept as a list of fragments and joined once (rule 7: linear in bytes). The JSON is
-parsed once, at seal, with a strict parser (rule 2).
+Users see :class:`ToolCall` read-only: every public attribute is a property without a setter, and
+the methods that write a call start with ``_`` and are called by the core only (the accumulator,
+the router in ``_route.py``, :func:`toolstitch.core.sealed_call`). Other layers never write a call.
+
+Argument text is kept exactly as received, as a list of fragments joined once (rule 7: linear in
+bytes). Byte accounting never raises: a lone surrogate (``"\\udc80"`` decoded by the SDK from a JSON
+escape) is counted with ``surrogatepass``. When fragments held surrogates, the joined text
+recombines a pair split across two fragments into its character; a lone surrogate that remains at
+seal makes the call ``invalid`` (the text is not valid Unicode, so no tool could receive it intact).
 """
 
 from __future__ import annotations
@@ -36,7 +44,7 @@ from ._anomaly import Anomaly
 from ._limits import Limits
 from ._scanner import JSONScanner
 
-__all__ = ["CallMetrics", "CallStatus", "ToolCall"]
+__all__ = ["CallMetrics", "CallStatus", "ToolCall", "parse_arguments", "text_size"]
 
 CallStatus = Literal["open", "ready", "invalid", "incomplete"]
 
@@ -59,6 +67,29 @@ class CallMetrics:
     """When the call's choice received its finish_reason (or the call hit a limit)."""
 
 
+def text_size(text: str) -> int:
+    """UTF-8 bytes of ``text``; never raises (a lone surrogate counts as its 3-byte encoding)."""
+    if text.isascii():
+        return len(text)
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def has_lone_surrogate(text: str) -> bool:
+    """True when ``text`` is not valid Unicode (holds a surrogate code point)."""
+    if text.isascii():
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def join_surrogate_pairs(text: str) -> str:
+    """Recombine surrogate pairs (a character split by a proxy that cuts UTF-16 code units)."""
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+
+
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
@@ -68,6 +99,12 @@ def parse_arguments(text: str) -> tuple[Any, ToolCallError | None]:
     if text == "":
         return None, EmptyArguments(
             "no argument text arrived (arguments is an empty string, not {})", raw=text
+        )
+    if has_lone_surrogate(text):
+        return None, MalformedArguments(
+            "the argument text is not valid Unicode (it holds a lone UTF-16 surrogate, e.g. a "
+            "character cut in half by a proxy): it cannot reach a tool intact",
+            raw=text,
         )
     try:
         value = json.loads(text, parse_constant=_reject_constant)
@@ -82,14 +119,14 @@ def parse_arguments(text: str) -> tuple[Any, ToolCallError | None]:
 
 
 class ToolCall:
-    """A tool call being assembled from fragments, then sealed and checked.
-
-    Public attributes (read them; do not assign them):
+    """A tool call assembled from fragments, then sealed and checked. Read-only for users.
 
     ``choice``     the choice index the call belongs to
     ``index``      the call's ``index`` as the provider sent it (or as assigned when it sent none)
+    ``slot``       opening order of the call within its choice (0, 1, …), distinct when indexes repeat
     ``id``         the call id (first non-empty value; synthesized when the provider sent none)
     ``name``       the function name (first non-empty value)
+    ``type``       the ``type`` the provider sent (normally ``"function"``)
     ``arguments``  the raw argument text exactly as received (a bounded sample after a limit)
     ``status``     ``"open"``, ``"ready"``, ``"invalid"`` or ``"incomplete"``
     ``parsed``     the parsed arguments once sealed and parsed (kept for ``invalid`` schema failures too)
@@ -100,183 +137,278 @@ class ToolCall:
     """
 
     __slots__ = (
+        "_anomalies",
         "_bytes_left",
-        "_dropped",
+        "_chars",
+        "_choice",
+        "_error",
+        "_extra",
+        "_id",
+        "_index",
         "_joined",
+        "_metrics",
+        "_name",
+        "_parsed",
         "_parts",
+        "_pending_error",
         "_sample_chars",
-        "anomalies",
-        "chars",
-        "choice",
-        "error",
-        "extra",
-        "id",
-        "index",
-        "metrics",
-        "name",
-        "parsed",
-        "scanner",
-        "slot",
-        "status",
-        "type",
+        "_scanner",
+        "_slot",
+        "_status",
+        "_surrogates",
+        "_type",
     )
 
     def __init__(self, choice: int, index: int, slot: int, limits: Limits) -> None:
-        self.choice = choice
-        self.index = index
-        self.slot = slot
-        """Opening order of the call within its choice (0, 1, …); distinct even when indexes repeat."""
-        self.id: str | None = None
-        self.name: str | None = None
-        self.type: str | None = None
-        self.status: CallStatus = "open"
-        self.parsed: Any = None
-        self.error: ToolCallError | None = None
-        self.anomalies: list[Anomaly] = []
-        self.metrics = CallMetrics()
-        self.extra: dict[str, Any] = {}
-        self.scanner = JSONScanner()
-        self.chars = 0
-        """Characters of argument text kept so far."""
+        self._choice = choice
+        self._index = index
+        self._slot = slot
+        self._id: str | None = None
+        self._name: str | None = None
+        self._type: str | None = None
+        self._status: CallStatus = "open"
+        self._parsed: Any = None
+        self._error: ToolCallError | None = None
+        self._anomalies: list[Anomaly] = []
+        self._metrics = CallMetrics()
+        self._extra: dict[str, Any] = {}
+        self._scanner = JSONScanner()
+        self._chars = 0
         self._parts: list[str] = []
         self._joined: str | None = ""
         self._bytes_left = limits.max_argument_bytes
         self._sample_chars = limits.sample_chars
-        self._dropped = 0
+        self._surrogates = False
+        self._pending_error: ToolCallError | None = None
+        """An error decided while the call was open (a contradicting second value): applied at seal."""
 
     def __repr__(self) -> str:
         return (
-            f"ToolCall(choice={self.choice}, index={self.index}, id={self.id!r}, "
-            f"name={self.name!r}, status={self.status!r}, arguments={self.arguments!r})"
+            f"ToolCall(choice={self._choice}, index={self._index}, id={self._id!r}, "
+            f"name={self._name!r}, status={self._status!r}, arguments={self.arguments!r})"
         )
 
-    # -- reading ---------------------------------------------------------------------------
+    # -- reading (public, read-only) --------------------------------------------------------
+
+    @property
+    def choice(self) -> int:
+        """The choice index the call belongs to."""
+        return self._choice
+
+    @property
+    def index(self) -> int:
+        """The call's ``index`` as the provider sent it (or as assigned when it sent none)."""
+        return self._index
+
+    @property
+    def slot(self) -> int:
+        """Opening order of the call within its choice (0, 1, …); distinct even when indexes repeat."""
+        return self._slot
+
+    @property
+    def id(self) -> str | None:
+        """The call id (first non-empty value; synthesized when the provider sent none)."""
+        return self._id
+
+    @property
+    def name(self) -> str | None:
+        """The function name (first non-empty value)."""
+        return self._name
+
+    @property
+    def type(self) -> str | None:
+        """The ``type`` the provider sent for the call."""
+        return self._type
+
+    @property
+    def status(self) -> CallStatus:
+        """``"open"``, ``"ready"``, ``"invalid"`` or ``"incomplete"``."""
+        return self._status
+
+    @property
+    def parsed(self) -> Any:
+        """The parsed arguments once sealed (kept for schema failures too), else ``None``."""
+        return self._parsed
+
+    @property
+    def error(self) -> ToolCallError | None:
+        """Why the call is ``invalid`` or ``incomplete``, else ``None``."""
+        return self._error
+
+    @property
+    def anomalies(self) -> list[Anomaly]:
+        """What the provider did differently for this call."""
+        return self._anomalies
+
+    @property
+    def metrics(self) -> CallMetrics:
+        """Counts and timings."""
+        return self._metrics
+
+    @property
+    def extra(self) -> dict[str, Any]:
+        """Unknown provider fields sent on the call (e.g. ``extra_content``), kept for replay."""
+        return self._extra
+
+    @property
+    def scanner(self) -> JSONScanner:
+        """The incremental scanner's view of the argument text (``complete``, ``error``)."""
+        return self._scanner
+
+    @property
+    def chars(self) -> int:
+        """Characters of argument text kept so far."""
+        return self._chars
 
     @property
     def arguments(self) -> str:
         """The argument text as received, joined once and cached."""
         joined = self._joined
         if joined is None:
-            joined = self._joined = "".join(self._parts)
+            joined = "".join(self._parts)
+            if self._surrogates:
+                joined = join_surrogate_pairs(joined)
+                self._chars = len(joined)
+            self._joined = joined
             self._parts = [joined] if joined else []
         return joined
 
     @property
     def sealed(self) -> bool:
         """True once the call can no longer change (``ready``, ``invalid`` or ``incomplete``)."""
-        return self.status != "open"
+        return self._status != "open"
 
     @property
     def ready(self) -> bool:
         """True when the call is safe to execute."""
-        return self.status == "ready"
+        return self._status == "ready"
 
-    # -- writing (used by the accumulator only) --------------------------------------------
+    # -- writing (the core only) ------------------------------------------------------------
 
-    def append(self, text: str, now: float) -> bool:
+    def _append(self, text: str, now: float) -> bool:
         """Append an argument fragment. Returns False when the text was not kept."""
-        metrics = self.metrics
         if not text:
             return True
-        size = len(text) if text.isascii() else len(text.encode("utf-8"))
+        metrics = self._metrics
+        if text.isascii():
+            size = len(text)
+        else:
+            size = len(text.encode("utf-8", "surrogatepass"))
+            if not self._surrogates and has_lone_surrogate(text):
+                self._surrogates = True
         metrics.bytes += size
-        if self.status != "open":
-            if self.status == "invalid" and isinstance(self.error, LimitExceeded):
-                self._dropped += size
+        status = self._status
+        if status != "open":
+            if status == "invalid" and isinstance(self._error, LimitExceeded):
+                pass  # counted above; nothing more is kept
             else:
-                self.reject_late(text)
+                self._reject_late(text)
             return False
         if metrics.first_argument_at is None:
             metrics.first_argument_at = now
         self._bytes_left -= size
         if self._bytes_left < 0:
-            self._exceed_bytes(text, now)
+            limit = self._bytes_left + metrics.bytes
+            self._exceed("max_argument_bytes", limit, text, now)
             return False
         self._parts.append(text)
         self._joined = None
-        self.chars += len(text)
-        scanner = self.scanner
+        self._chars += len(text)
+        scanner = self._scanner
         was_complete = scanner.complete
         scanner.feed(text)
         if scanner.complete and not was_complete:
             metrics.arguments_complete_at = now
         return True
 
-    def replace_arguments(self, text: str, now: float) -> None:
+    def _replace_arguments(self, text: str, now: float) -> None:
         """Replace all argument text (a provider resent the arguments whole)."""
         self._parts = []
         self._joined = ""
-        self.chars = 0
-        self.scanner = JSONScanner()
-        self._bytes_left += self.metrics.bytes
-        self.metrics.bytes = 0
-        self.append(text, now)
+        self._chars = 0
+        self._scanner = JSONScanner()
+        self._bytes_left += self._metrics.bytes
+        self._metrics.bytes = 0
+        self._append(text, now)
 
-    def _exceed_bytes(self, text: str, now: float) -> None:
-        sample = (self.arguments + text)[: self._sample_chars]
-        limit = self._bytes_left + self.metrics.bytes
-        self._parts = [sample]
+    def _exceed(self, limit_name: str, limit: int, text: str, now: float) -> None:
+        """A byte bound was exceeded: keep a bounded sample only, refuse the call."""
+        keep = self._sample_chars
+        sample = (self.arguments[:keep] + text[:keep])[:keep]
+        self._parts = [sample] if sample else []
         self._joined = sample
-        self.chars = len(sample)
-        self.status = "invalid"
-        self.metrics.sealed_at = now
-        self.error = LimitExceeded(
-            f"arguments exceed Limits.max_argument_bytes={limit}; kept the first {len(sample)} characters",
+        self._chars = len(sample)
+        self._status = "invalid"
+        self._metrics.sealed_at = now
+        self._scanner = JSONScanner()
+        self._error = LimitExceeded(
+            f"arguments exceed Limits.{limit_name}={limit}; kept the first {len(sample)} characters",
             raw=sample,
-            limit="max_argument_bytes",
+            limit=limit_name,
             value=limit,
         )
 
-    def exceed_call_limit(self, limit: int, now: float) -> None:
+    def _exceed_call_limit(self, limit: int, now: float) -> None:
         """Mark this call invalid because its choice already holds ``limit`` calls."""
-        self.status = "invalid"
-        self.metrics.sealed_at = now
+        self._status = "invalid"
+        self._metrics.sealed_at = now
         self._bytes_left = self._sample_chars  # keep no more than a sample of its text
-        self.error = LimitExceeded(
+        self._error = LimitExceeded(
             f"more than Limits.max_calls_per_choice={limit} tool calls in one choice",
             limit="max_calls_per_choice",
             value=limit,
         )
 
-    def reject_late(self, text: str) -> None:
+    def _reject_late(self, text: str) -> None:
         """A non-empty fragment arrived after sealing: keep the text frozen, refuse the call."""
-        if isinstance(self.error, LateFragment):
-            self.error.raw = (self.error.raw + text)[: self._sample_chars]
+        keep = self._sample_chars
+        error = self._error
+        if isinstance(error, LateFragment):
+            if len(error.raw) < keep:
+                error.raw = (error.raw + text[:keep])[:keep]
             return
-        self.status = "invalid"
-        self.error = LateFragment(
+        self._status = "invalid"
+        self._error = LateFragment(
             "a fragment arrived after the call was sealed; the sealed text was kept and the call refused",
-            raw=text[: self._sample_chars],
+            raw=text[:keep],
         )
 
-    def seal(self, now: float, empty_as_object: bool) -> None:
-        """Close the call and parse its arguments. Schema checks are applied by the accumulator."""
-        if self.status != "open":
+    def _seal(self, now: float, empty_as_object: bool) -> None:
+        """Close the call and parse its arguments. Tool checks are applied by ``_check.py``."""
+        if self._status != "open":
             return
-        self.metrics.sealed_at = now
+        self._metrics.sealed_at = now
         text = self.arguments
         if text == "" and empty_as_object:
             text = "{}"
         parsed, error = parse_arguments(text)
-        self.parsed = parsed
-        if error is None and not self.name:
-            error = MissingName("the call was sealed without a function name", raw=text)
+        self._parsed = parsed
+        if self._pending_error is not None:
+            error = self._pending_error
+        if error is None:
+            name = self._name
+            if not name:
+                error = MissingName("the call was sealed without a function name", raw=text)
+            elif has_lone_surrogate(name):
+                error = MissingName(
+                    "the function name is not valid Unicode (it holds a lone surrogate)", raw=text
+                )
         if error is not None:
-            self.status = "invalid"
-            self.error = error
+            self._status = "invalid"
+            self._error = error
         else:
-            self.status = "ready"
+            self._status = "ready"
 
-    def invalidate(self, error: ToolCallError) -> None:
-        """Turn a sealed, parsed call invalid (used for schema and tool checks)."""
-        self.status = "invalid"
-        self.error = error
+    def _invalidate(self, error: ToolCallError) -> None:
+        """Turn the call invalid (a failed tool check, a broken contract, an internal fault)."""
+        self._status = "invalid"
+        self._error = error
 
-    def mark_incomplete(self, reason: str) -> None:
+    def _mark_incomplete(self, reason: str) -> None:
         """The stream ended (or failed) before this call was sealed."""
-        if self.status == "open":
-            self.status = "incomplete"
-            self.error = CallIncomplete(f"{reason}; the arguments may be truncated", raw=self.arguments)
+        if self._status == "open":
+            self._status = "incomplete"
+            self._error = CallIncomplete(f"{reason}; the arguments may be truncated", raw=self.arguments)
 
 
 def now() -> float:

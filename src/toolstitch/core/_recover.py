@@ -34,7 +34,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ._anomaly import Anomaly, AnomalyCode
-from ._normalize import ToolFragment
+from ._read import ToolFragment
 from ._schema import _as_mapping
 
 __all__ = ["TextToolCallRecovery"]

@@ -55,6 +55,20 @@ class ToolSchemas:
     def __bool__(self) -> bool:
         return bool(self._schemas)
 
+    def takes_no_arguments(self, name: str) -> bool:
+        """True when the named tool's schema declares no properties at all (or it has no schema).
+
+        For such a tool ``""`` and ``{}`` cannot mean different things, so ``""`` may be read as
+        ``{}`` (two real servers send ``""`` for them). ``{}`` is still checked against the schema.
+        """
+        if name not in self._schemas:
+            return False
+        schema = self._schemas[name]
+        if schema is None:
+            return True
+        properties = schema.get("properties")
+        return properties is None or (isinstance(properties, Mapping) and not properties)
+
     def check(self, name: str, arguments: Any, raw: str) -> ToolCallError | None:
         """None when the arguments fit the named tool, else the error to record on the call."""
         if name not in self._schemas:

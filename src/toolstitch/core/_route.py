@@ -1,0 +1,439 @@
+"""Routing fragments to calls: which call a fragment belongs to, and what it writes there.
+
+``_read.py`` turns a chunk into :class:`~._read.ToolFragment` values; this module decides, per
+choice, which :class:`~._call.ToolCall` each fragment continues or opens (:func:`resolve_call`),
+writes the call's identity (:func:`apply_identity`) and says what argument text to add
+(:func:`argument_text`). It is the only code besides the accumulator that writes a call.
+
+Rules enforced here (numbers refer to ``DESIGN.md``):
+
+* **Key by index** (1). A fragment joins the call its ``index`` names. When ``index`` is missing or
+  unusable (Gemini, Mistral, Ollama, Bedrock's ``-1``) a fragment with a new id opens a call and one
+  without an id continues the latest call. An index reused for a different call (a different
+  non-empty id, or a different name after the call's value is complete, or a name and a new ``{``)
+  opens a new call; an exact resend of the complete value does not.
+* **One call, never a silently split one** (Mistral, issue 10). A further complete JSON value with no
+  id and no name at an index whose value was complete stays in the same call, appended as text, and
+  refuses the call at seal (``further_json_value``): the later value contradicts the first.
+* **Written once** (Q07-Q10, Q13-Q15). ``id``, ``function.name`` and ``type`` are set from the first
+  usable value and never appended. A name that arrives in pieces before any argument text is joined;
+  an id that changes while the arguments are still streaming is replaced (Poolside).
+* **Cumulative resends** (Q17) are detected without ever misreading a standard stream (see
+  :func:`argument_text`).
+
+The only per-choice state is :class:`CallTable` (the maps from index and id to calls, and the last
+fragment of a call while it may still turn out to be a cumulative resend).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._anomaly import Anomaly, AnomalyCode
+from ._call import ToolCall
+from ._read import ToolFragment, show
+
+__all__ = ["SKIP", "CallTable", "apply_identity", "argument_text", "resolve_call"]
+
+SKIP = -1
+"""The index :func:`resolve_call` returns for a fragment that must not open a call."""
+
+# Every repair the router notes: key -> (code, message template). Values are shown with ``show``
+# (bounded, never raising), so a hostile id or name cannot make a message huge or fail.
+_NOTES: dict[str, tuple[str, str]] = {
+    "index_changed": (
+        AnomalyCode.INDEX_CHANGED,
+        "a fragment without id or name arrived at new index {new} while call {index} was mid-value; "
+        "read as its continuation",
+    ),
+    "empty_indexed": (
+        AnomalyCode.EMPTY_TOOL_CALL,
+        "an empty tool-call entry at new index {index} was ignored",
+    ),
+    "not_from_zero": (AnomalyCode.INDEX_NOT_FROM_ZERO, "the first tool call has index {index}"),
+    "gap": (AnomalyCode.INDEX_GAP, "index jumped from {before} to {index}"),
+    "id_changed": (
+        AnomalyCode.ID_CHANGED,
+        "the id changed from {old} to {new} mid-arguments; kept the later one",
+    ),
+    "reused_id": (
+        AnomalyCode.INDEX_REUSED,
+        "a new id {new} arrived at index {index}, which belongs to {old}",
+    ),
+    "reused_name": (
+        AnomalyCode.INDEX_REUSED,
+        "a new name {new} arrived at index {index} after {old} was complete",
+    ),
+    "reused_value": (
+        AnomalyCode.INDEX_REUSED,
+        "a new call (name {new}) with a new JSON value started at index {index} after that call's "
+        "arguments were complete",
+    ),
+    "further_value": (
+        AnomalyCode.FURTHER_VALUE,
+        "a further JSON value without id or name arrived at index {index} after that call's arguments "
+        "were complete; kept as one call holding both, which is refused",
+    ),
+    "new_by_id": (AnomalyCode.MISSING_INDEX, "tool call without index; opened by its new id"),
+    "new_after_complete": (
+        AnomalyCode.MISSING_INDEX,
+        "tool call without index; its id's call was complete and a new JSON value started: opened a new call",
+    ),
+    "by_id": (AnomalyCode.MISSING_INDEX, "tool call without index; continued the call with its id"),
+    "empty_unindexed": (AnomalyCode.EMPTY_TOOL_CALL, "an empty tool-call entry without index was ignored"),
+    "opened": (AnomalyCode.MISSING_INDEX, "tool call without index or id; opened a call"),
+    "opened_new": (AnomalyCode.MISSING_INDEX, "tool call without index or id; opened a new call"),
+    "continued": (AnomalyCode.MISSING_INDEX, "tool call without index or id; continued the latest call"),
+    "id_repeated": (AnomalyCode.ID_REPEATED, "id repeated on a later fragment"),
+    "id_conflict": (AnomalyCode.ID_CONFLICT, "a later fragment carried id {new}; kept {old}"),
+    "name_repeated": (AnomalyCode.NAME_REPEATED, "name repeated on a later fragment"),
+    "name_fragmented": (
+        AnomalyCode.NAME_FRAGMENTED,
+        "name arrived in pieces: {old} + {new} read as {joined}",
+    ),
+    "name_conflict": (AnomalyCode.NAME_CONFLICT, "a later fragment carried name {new}; kept {old}"),
+    "type_null": (AnomalyCode.NULL_STRING_FIELD, 'type was the string "null"'),
+    "type_unexpected": (AnomalyCode.TYPE_UNEXPECTED, "type was {new}"),
+    "type_missing": (AnomalyCode.TYPE_UNEXPECTED, "the call's first fragment had no type"),
+    "type_repeated": (AnomalyCode.TYPE_REPEATED, "type repeated on a later fragment"),
+    "type_empty": (AnomalyCode.EMPTY_STRING_FIELD, "type was an empty string"),
+    "type_conflict": (AnomalyCode.TYPE_UNEXPECTED, "a later fragment carried type {new}; kept {old}"),
+    "sealed_id": (
+        AnomalyCode.ID_CONFLICT,
+        "a fragment after the call was sealed carried id {new}; kept {old}",
+    ),
+    "sealed_name": (
+        AnomalyCode.NAME_CONFLICT,
+        "a fragment after the call was sealed carried name {new}; kept {old}",
+    ),
+    "sealed_resend": (
+        AnomalyCode.ARGUMENTS_CUMULATIVE,
+        "the complete arguments were resent after the call was sealed; dropped",
+    ),
+    "cumulative": (
+        AnomalyCode.ARGUMENTS_CUMULATIVE,
+        "fragment repeated the arguments so far; only the new text was kept",
+    ),
+}
+
+
+def _note(
+    anomalies: list[Anomaly], frag: ToolFragment, choice: int, index: int, what: str, /, **values: Any
+) -> None:
+    """Record the repair ``what`` (a key of ``_NOTES``) for the call at (choice, index)."""
+    code, template = _NOTES[what]
+    message = template.format(**{k: show(v) for k, v in values.items()}) if values else template
+    anomalies.append(Anomaly(code, message, choice, index, frag.raw))
+
+
+class _Chain:
+    """The last argument fragment of a call that may be a cumulative resender (Q17).
+
+    Each fragment of a cumulative provider repeats all the text so far, so it starts with the
+    previous fragment. Tracking stops at the first fragment that does not (every standard stream,
+    usually at its second fragment), so the check costs nothing afterwards.
+    """
+
+    __slots__ = ("last", "latched")
+
+    def __init__(self, last: str) -> None:
+        self.last = last
+        self.latched = False
+
+
+class CallTable:
+    """Per-choice bookkeeping that maps fragments to calls: by index, by id, and the latest call."""
+
+    __slots__ = ("by_id", "by_index", "calls", "chains", "max_index", "refused")
+
+    def __init__(self) -> None:
+        self.calls: list[ToolCall] = []
+        self.by_index: dict[int, ToolCall] = {}
+        self.by_id: dict[str, ToolCall] = {}
+        self.max_index = -1
+        self.chains: dict[int, _Chain] = {}
+        """Per call slot, while the call may still turn out to resend its arguments cumulatively."""
+        self.refused = 0
+        """Fragments that would have opened a call beyond ``Limits.max_calls_per_choice`` (counted only)."""
+
+
+def _starts_new_value(arguments: str | None) -> bool:
+    return bool(arguments) and arguments.lstrip().startswith("{")  # type: ignore[union-attr]
+
+
+def _is_resend(call: ToolCall, text: str | None) -> bool:
+    """True when ``text`` is exactly the call's argument text so far (length compared first)."""
+    return text is not None and len(text) == call._chars and call.arguments == text
+
+
+def _mid_value(call: ToolCall) -> bool:
+    """True while the call's arguments have started and their top-level value is still open."""
+    scanner = call._scanner
+    return call._status == "open" and scanner.started and not scanner.complete and scanner.error is None
+
+
+def _carries_nothing(frag: ToolFragment) -> bool:
+    return frag.id is None and frag.name is None and not frag.arguments and not frag.extra
+
+
+def resolve_call(
+    table: CallTable, frag: ToolFragment, choice: int, anomalies: list[Anomaly]
+) -> tuple[ToolCall | None, int]:
+    """Find the call a fragment belongs to.
+
+    Returns ``(call, index)``: ``call`` is None when the fragment opens a new call, which the
+    accumulator then creates at ``index``; ``(None, SKIP)`` when the fragment carries nothing and
+    must not open one. Repairs append to ``anomalies``.
+    """
+    frag.table = table
+    if frag.index is not None:
+        return _resolve_indexed(table, frag, frag.index, choice, anomalies)
+    return _resolve_unindexed(table, frag, choice, anomalies)
+
+
+def _resolve_indexed(
+    table: CallTable, frag: ToolFragment, index: int, choice: int, anomalies: list[Anomaly]
+) -> tuple[ToolCall | None, int]:
+    fid = frag.id
+    call = table.by_index.get(index)
+    if call is None:
+        latest = table.calls[-1] if table.calls else None
+        if fid is None and frag.name is None and frag.arguments and latest is not None and _mid_value(latest):
+            # Q05 (Nebius, Cerebras): continuation pieces at a new index, without id or name.
+            _note(anomalies, frag, choice, latest._index, "index_changed", new=index, index=latest._index)
+            return latest, latest._index
+        if _carries_nothing(frag):
+            _note(anomalies, frag, choice, index, "empty_indexed", index=index)
+            return None, SKIP
+        if not table.calls and index > 0:
+            _note(anomalies, frag, choice, index, "not_from_zero", index=index)
+        elif table.calls and index > table.max_index + 1:
+            _note(anomalies, frag, choice, index, "gap", before=table.max_index, index=index)
+        return None, index
+    if fid is not None and fid != call._id:
+        other = table.by_id.get(fid)
+        if other is not None:
+            if other._index == index:
+                # Calls sharing an index (Q02), interleaved, told apart by their ids.
+                return other, index
+            # The id belongs to a call at another index: ids are not unique (Q39, TGI's "0").
+            # The index wins (rule 1); the duplicate id is replaced when the message is built.
+            return call, index
+        if call._id is None:
+            return call, index  # the id arrives after the call opened (Q11, Q12)
+        if frag.name is None and _mid_value(call):
+            # Q15 (Poolside): the id changes while the arguments are still streaming.
+            _note(anomalies, frag, choice, index, "id_changed", old=call._id, new=fid)
+            frag.new_id = True
+            table.by_id.setdefault(fid, call)
+            return call, index
+        _note(anomalies, frag, choice, index, "reused_id", new=fid, index=index, old=call._id)
+        return None, index
+    if fid is None and call._scanner.complete:
+        if frag.name is not None and call._name is not None and frag.name != call._name:
+            _note(anomalies, frag, choice, index, "reused_name", new=frag.name, index=index, old=call._name)
+            return None, index
+        if _starts_new_value(frag.arguments) and not _is_resend(call, frag.arguments):
+            if frag.name is not None:
+                # A call header (a name) with a new value: the provider announced a new call.
+                _note(anomalies, frag, choice, index, "reused_value", new=frag.name, index=index)
+                return None, index
+            # No id, no name: nothing says this is another call. Splitting it off would leave the
+            # first value ready although the provider went on to contradict it (hosted Mistral).
+            _note(anomalies, frag, choice, index, "further_value", index=index)
+            frag.further = True
+    return call, index
+
+
+def _resolve_unindexed(
+    table: CallTable, frag: ToolFragment, choice: int, anomalies: list[Anomaly]
+) -> tuple[ToolCall | None, int]:
+    """No usable index (Q01, Q06, Q37): by id, then by position."""
+    next_index = table.max_index + 1
+    fid = frag.id
+    if fid is not None:
+        known = table.by_id.get(fid)
+        if known is None:
+            _note(anomalies, frag, choice, next_index, "new_by_id")
+            return None, next_index
+        if (
+            known._scanner.complete
+            and _starts_new_value(frag.arguments)
+            and not _is_resend(known, frag.arguments)
+        ):
+            _note(anomalies, frag, choice, next_index, "new_after_complete")
+            return None, next_index
+        _note(anomalies, frag, choice, known._index, "by_id")
+        return known, known._index
+    latest = table.calls[-1] if table.calls else None
+    if latest is None:
+        if _carries_nothing(frag):
+            _note(anomalies, frag, choice, next_index, "empty_unindexed")
+            return None, SKIP
+        _note(anomalies, frag, choice, next_index, "opened")
+        return None, next_index
+    name_differs = frag.name is not None and latest._name is not None and frag.name != latest._name
+    complete = latest._scanner.complete
+    new_value = complete and _starts_new_value(frag.arguments) and not _is_resend(latest, frag.arguments)
+    opens_new = (
+        name_differs
+        or (new_value and frag.name is not None)
+        or (complete and frag.name is not None and latest._name is not None and not frag.arguments)
+    )
+    if opens_new:
+        _note(anomalies, frag, choice, next_index, "opened_new")
+        return None, next_index
+    if new_value:
+        # A further value with no id, no name and no index: the same call, refused (as above).
+        _note(anomalies, frag, choice, latest._index, "further_value", index=latest._index)
+        frag.further = True
+    _note(anomalies, frag, choice, latest._index, "continued")
+    return latest, latest._index
+
+
+def apply_identity(call: ToolCall, frag: ToolFragment, anomalies: list[Anomaly]) -> None:
+    """Write ``id``, ``name`` and ``type`` once (first usable value); note repeats and conflicts.
+
+    A sealed call is frozen (rule 4): a late fragment may repeat its identity, never complete or
+    change it (a name arriving after an invalid, nameless call was sealed is noted, not written).
+    """
+    choice = call._choice
+    index = call._index
+    if call._status != "open":
+        if frag.id is not None and frag.id != call._id:
+            _note(anomalies, frag, choice, index, "sealed_id", new=frag.id, old=call._id)
+        if frag.name is not None and frag.name != call._name:
+            _note(anomalies, frag, choice, index, "sealed_name", new=frag.name, old=call._name)
+        return
+    fid = frag.id
+    if fid is not None:
+        if call._id is None:
+            call._id = fid
+        elif fid == call._id:
+            _note(anomalies, frag, choice, index, "id_repeated")
+        elif frag.new_id:
+            call._id = fid
+        else:
+            _note(anomalies, frag, choice, index, "id_conflict", new=fid, old=call._id)
+    name = frag.name
+    if name is not None:
+        current = call._name
+        if current is None:
+            call._name = name
+        elif name == current:
+            _note(anomalies, frag, choice, index, "name_repeated")
+        elif call._chars == 0:
+            # Before any argument text, a different name can only be more of the same name: a
+            # resend with more text (replace) or the next piece (append), as in Continue's
+            # report of Gemini sending "edit_ex" + "isting_file". The tool check still applies.
+            call._name = name if name.startswith(current) else current + name
+            _note(anomalies, frag, choice, index, "name_fragmented", old=current, new=name, joined=call._name)
+        else:
+            _note(anomalies, frag, choice, index, "name_conflict", new=name, old=current)
+    ftype = frag.type
+    if call._type is None:
+        if ftype:
+            if ftype == "null":
+                _note(anomalies, frag, choice, index, "type_null")
+            else:
+                call._type = ftype
+                if ftype != "function":
+                    _note(anomalies, frag, choice, index, "type_unexpected", new=ftype)
+        elif call._metrics.fragments == 0:
+            _note(anomalies, frag, choice, index, "type_missing")
+    elif ftype == call._type:
+        _note(anomalies, frag, choice, index, "type_repeated")
+    elif ftype == "":
+        _note(anomalies, frag, choice, index, "type_empty")
+    elif ftype == "null":
+        _note(anomalies, frag, choice, index, "type_null")
+    elif ftype is not None:
+        _note(anomalies, frag, choice, index, "type_conflict", new=ftype, old=call._type)
+    if frag.extra:
+        call._extra.update(frag.extra)
+
+
+def _object_start_breaks(call: ToolCall) -> bool:
+    """True when a ``{`` appended to the call's text so far could not be part of valid JSON.
+
+    ``{`` may follow only inside a string or where a value is expected (after ``:``, ``[``, or a
+    ``,`` inside an array). Anywhere else (after ``{``, a key, a value, a ``,`` in an object, the
+    closed top-level value) the text is certainly broken if read as a plain continuation.
+    """
+    scanner = call._scanner
+    if scanner.error is not None or scanner.complete:
+        return True
+    if scanner.in_string:
+        return False
+    tail = call.arguments.rstrip()
+    if not tail:
+        return False
+    last = tail[-1]
+    return not (last in ":[" or (last == "," and scanner.in_array))
+
+
+def argument_text(call: ToolCall, frag: ToolFragment, anomalies: list[Anomaly]) -> tuple[str | None, bool]:
+    """The text to add to ``call`` and whether it replaces the existing text.
+
+    Cumulative resends (Q17: each fragment repeats all the text so far, then some) are detected
+    by a chain: while every fragment starts with the previous one, the call *may* be cumulative.
+    The switch happens only when reading the fragment as a plain continuation could not be valid
+    JSON (:func:`_object_start_breaks`), so a standard stream is never misread, however its text
+    happens to be cut (``{"`` then ``{": 1}`` is the key ``"{"``). Until then fragments are
+    appended as usual; at the switch the call's text is replaced by the latest full text, and from
+    then on only what each fragment adds is appended.
+
+    A sealed call never changes: an exact resend of its text is dropped (noted), anything else is
+    handed on, and the accumulator refuses it as a late fragment. A further value (``frag.further``)
+    is appended as it came: the call keeps everything that arrived, and is refused at seal.
+    """
+    text = frag.arguments
+    if not text:
+        return None, False
+    if call._status != "open":
+        if _is_resend(call, text):
+            _note(anomalies, frag, call._choice, call._index, "sealed_resend")
+            return None, False
+        return text, False
+    table = frag.table
+    if frag.further:
+        if table is not None:
+            table.chains.pop(call._slot, None)
+        return text, False
+    if frag.replace:
+        if table is not None:
+            table.chains.pop(call._slot, None)
+        if _is_resend(call, text):
+            return None, False
+        return text, True
+    if table is None:
+        return text, False
+    chains = table.chains
+    slot = call._slot
+    chain = chains.get(slot)
+    if chain is None:
+        if call._chars == 0:
+            chains[slot] = _Chain(text)
+        return text, False
+    last = chain.last
+    if chain.latched:
+        if len(text) >= len(last) and text.startswith(last):
+            chain.last = text
+            return text[len(last) :] or None, False
+        if last.startswith(text):
+            return None, False  # a shorter resend: nothing new
+        del chains[slot]  # the provider stopped resending: plain pieces from here on
+        return text, False
+    if len(text) < len(last) or not text.startswith(last) or not text.lstrip().startswith("{"):
+        del chains[slot]  # a standard stream: stop checking this call
+        return text, False
+    if not _object_start_breaks(call):
+        chain.last = text  # still ambiguous: read as a plain piece for now
+        return text, False
+    chain.latched = True
+    chain.last = text
+    _note(anomalies, frag, call._choice, call._index, "cumulative")
+    if call._chars == len(last):
+        return text[len(last) :] or None, False
+    # Earlier resends were appended while still ambiguous: start over from the full text.
+    return text, True
