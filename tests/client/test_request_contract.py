@@ -80,3 +80,82 @@ def test_the_callers_kwargs_are_not_changed(server: LocalServer) -> None:
     kwargs: dict[str, Any] = {"model": "m", "messages": MESSAGES, "tools": (F,), "stream": True}
     client.chat.completions.create(**kwargs).until_done()
     assert kwargs["tools"] == (F,)
+
+
+def contract_stream(
+    server: LocalServer, calls: list[tuple[str, str, str]], **request: Any
+) -> list[ts.ToolCall]:
+    server.enqueue(StreamScript(tool_call_chunks(calls)))
+    client = ts.wrap(server.client())
+    stream = client.chat.completions.create(model="m", messages=MESSAGES, stream=True, **request)
+    with stream:
+        calls_out = stream.until_done().tool_calls
+    refusals = [c.index for c in calls_out if refused(c)]
+    noted = sorted({a.call_index for a in stream.anomalies if a.code == "contract_violation"})
+    assert noted == refusals  # every refusal is visible as an anomaly (rule 8), and only those
+    return calls_out
+
+
+def refused(call: ts.ToolCall) -> bool:
+    return call.status == "invalid" and isinstance(call.error, ts.errors.ContractViolation)
+
+
+def test_parallel_tool_calls_false_refuses_every_call_after_the_first(server: LocalServer) -> None:
+    two = [("c1", "f", '{"x": 1}'), ("c2", "f", '{"x": 2}')]
+    calls = contract_stream(server, two, tools=[F], parallel_tool_calls=False)
+    assert calls[0].status == "ready"
+    assert refused(calls[1])
+    assert server.requests[-1]["parallel_tool_calls"] is False
+    assert [c.status for c in contract_stream(server, two, tools=[F], parallel_tool_calls=True)] == [
+        "ready",
+        "ready",
+    ]
+
+
+def test_a_forced_tool_choice_refuses_calls_to_other_tools(server: LocalServer) -> None:
+    forced = {"type": "function", "function": {"name": "f"}}
+    calls = contract_stream(
+        server, [("c1", "g", '{"x": 1}'), ("c2", "f", '{"x": 2}')], tools=[F, G], tool_choice=forced
+    )
+    assert refused(calls[0])
+    assert calls[1].status == "ready"
+
+
+def test_tool_choice_none_refuses_every_call(server: LocalServer) -> None:
+    calls = contract_stream(server, [("c1", "f", '{"x": 1}')], tools=[F], tool_choice="none")
+    assert refused(calls[0])
+
+
+def test_tool_choice_auto_and_omitted_refuse_nothing(server: LocalServer) -> None:
+    import openai
+
+    for choice in ("auto", "required", openai.NOT_GIVEN):
+        calls = contract_stream(server, [("c1", "f", '{"x": 1}')], tools=[F], tool_choice=choice)
+        assert calls[0].status == "ready", choice
+
+
+async def test_async_streams_enforce_the_contract_too(server: LocalServer) -> None:
+    server.enqueue(StreamScript(tool_call_chunks([("c1", "f", '{"x": 1}'), ("c2", "f", '{"x": 2}')])))
+    client = ts.wrap(server.async_client())
+    stream = await client.chat.completions.create(
+        model="m",
+        messages=MESSAGES,
+        stream=True,
+        tools=(t for t in [F]),
+        tool_choice={"type": "function", "function": {"name": "f"}},
+        parallel_tool_calls=False,
+    )
+    async with stream:
+        await stream.until_done()
+    assert stream.tool_calls[0].status == "ready"
+    assert refused(stream.tool_calls[1])
+
+
+def test_generator_tools_with_a_forced_choice(server: LocalServer) -> None:
+    calls = contract_stream(
+        server,
+        [("c1", "h", '{"x": 1}')],
+        tools=(t for t in [F, G]),
+        tool_choice={"type": "function", "function": {"name": "f"}},
+    )
+    assert calls[0].status == "invalid"  # h was never offered, and f was forced

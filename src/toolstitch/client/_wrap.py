@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
+import openai
 from openai import AsyncOpenAI, OpenAI
 
 if TYPE_CHECKING:
@@ -42,6 +43,11 @@ from ..recording._recorder import Redact, recording_path, redact_parts
 from ._stream import AsyncStitchedStream, StitchedStream
 
 __all__ = ["WrappedClient", "wrap"]
+
+#: The SDK's sentinels for an argument that is not sent (``Omit`` exists from openai 1.99 on).
+_NOT_SENT: tuple[type, ...] = tuple(
+    t for t in (getattr(openai, "NotGiven", None), getattr(openai, "Omit", None)) if isinstance(t, type)
+)
 
 _Stream = TypeVar("_Stream", StitchedStream, AsyncStitchedStream)
 
@@ -81,6 +87,8 @@ class _Options:
         tools = request.get("tools")
         return Accumulator(
             tools if isinstance(tools, list) else None,
+            tool_choice=_given(request.get("tool_choice")),
+            parallel_tool_calls=_given(request.get("parallel_tool_calls")),
             limits=self.limits,
             empty_arguments=self.empty_arguments,
             started_at=started_at,
@@ -88,13 +96,21 @@ class _Options:
         )
 
 
+def _given(value: Any) -> Any:
+    """``value``, or ``None`` for the SDK's "not given" sentinels (``NOT_GIVEN``, ``omit``), which
+    send nothing: the request then has no ``tool_choice`` (or ``parallel_tool_calls``) to enforce."""
+    return None if isinstance(value, _NOT_SENT) else value
+
+
 def _read_request(kwargs: dict[str, Any]) -> tuple[dict[str, Any], float]:
     """The keyword arguments to send, and when the request started.
 
-    The request is the contract (rule 10): ``tools`` given as any iterable (a generator,
+    The request is the contract (rule 10). ``tools`` given as any iterable (a generator,
     ``dict.values()``, ``map``, a tuple) is read here, once, into a list; that same list goes to the
     SDK and to the accumulator, so every call is checked against exactly the tools the model was
-    offered. (Read twice, a generator would be sent by the SDK and be empty for the check.)
+    offered (read twice, a generator would be sent by the SDK and be empty for the check). Its
+    ``tool_choice`` and ``parallel_tool_calls`` go to the accumulator too, which refuses the calls
+    they forbid (``ContractViolation``).
     """
     started = now()
     tools = kwargs.get("tools")
