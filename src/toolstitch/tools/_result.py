@@ -1,0 +1,117 @@
+"""What one executed (or refused, reused, abandoned) tool call comes to: :class:`ToolResult`.
+
+It lives apart from the executor so that the run loop, the ledgers and users' own code can read it
+without the machinery that produces it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ..core._call import ToolCall
+from ..history import tool_message
+from ..history._dialects import Dialect
+
+__all__ = ["CallTimings", "ResultStatus", "ToolResult"]
+
+ResultStatus = Literal["ok", "error", "timeout", "cancelled", "refused", "not_started"]
+"""``not_started``: the call was claimed but never began (out of time before a worker was free, or
+cancelled while queued); nothing ran, nothing was recorded, so a retry runs it."""
+
+
+@dataclass(slots=True)
+class CallTimings:
+    """Where one call's time went (seconds; ``*_at`` are ``time.monotonic()`` instants).
+
+    ``streaming``     from the call's first fragment to its seal
+    ``arguments``     from the call's first fragment to the moment its JSON value closed
+    ``validation``    spent in the gate (name lookup and argument validation)
+    ``confirmation``  spent waiting for the approval callback
+    ``execution``     the function's own running time
+    ``eager``         the call started before its stream was sealed
+    """
+
+    streaming: float | None = None
+    arguments: float | None = None
+    validation: float = 0.0
+    confirmation: float = 0.0
+    execution: float | None = None
+    started_at: float | None = None
+    finished_at: float | None = None
+    eager: bool = False
+
+
+@dataclass(slots=True, eq=False)
+class ToolResult:
+    """The outcome of one tool call, ready for the history (``ts.tool_messages``).
+
+    ``status``     ``"ok"``, ``"error"`` (the tool raised), ``"timeout"`` (it started and did not
+                   finish in time), ``"cancelled"``, ``"not_started"`` (it never began: a retry
+                   runs it) or ``"refused"`` (the gate or the ledger said no: ``reason`` says why)
+    ``value``      what the function returned (``ok`` only)
+    ``error``      what the model is told when the call did not succeed
+    ``reason``     a stable code: the gate's refusal reason, ``"raised"``, ``"timeout"`` …
+    ``exception``  the exception the tool raised, if it raised
+    ``reused``     the result was taken from the ledger; the function did not run now
+    ``content``    the tool message's text: the value (a ``str`` as is, anything else as JSON), or
+                   ``error``
+    """
+
+    call: ToolCall
+    status: ResultStatus
+    value: Any = None
+    error: str | None = None
+    reason: str | None = None
+    exception: BaseException | None = None
+    reused: bool = False
+    timings: CallTimings = field(default_factory=CallTimings)
+    problems: tuple[str, ...] = ()
+    """For ``invalid_arguments`` refusals: each validation problem on its own."""
+    content: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.content:
+            self.content = _content(self.value) if self.status == "ok" else (self.error or "Error")
+
+    @property
+    def ok(self) -> bool:
+        """True when the tool ran and returned a value."""
+        return self.status == "ok"
+
+    @property
+    def tool_call_id(self) -> str:
+        """The id of the call this result answers."""
+        return self.call.id or ""
+
+    @property
+    def name(self) -> str | None:
+        """The tool name the model called."""
+        return self.call.name
+
+    def to_message(self, dialect: str | Dialect = "openai") -> dict[str, Any]:
+        """The tool message answering the call (``ChatCompletionToolMessageParam``), shaped for
+        ``dialect`` like ``ts.tool_message`` does (the same id rewriting as ``assistant_message``).
+
+        Built from the call's id and name only: the call's stream status does not matter here, since
+        the gate (not the stream's check against the published schema) decided whether it ran.
+        """
+        answered = {"id": self.call.id, "type": "function", "function": {"name": self.call.name}}
+        if self.ok:
+            return tool_message(answered, self.content, dialect=dialect)
+        return tool_message(answered, error=self.content, dialect=dialect)
+
+    def __repr__(self) -> str:
+        detail = f"value={self.value!r}" if self.ok else f"reason={self.reason!r}"
+        return f"ToolResult(id={self.call.id!r}, name={self.call.name!r}, status={self.status!r}, {detail})"
+
+
+def _content(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    from pydantic_core import to_json
+
+    try:
+        return to_json(value, fallback=str).decode()
+    except Exception:
+        return str(value)
