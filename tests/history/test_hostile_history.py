@@ -398,3 +398,24 @@ def test_tool_results_that_cannot_be_json_are_a_value_error() -> None:
         with pytest.raises(ValueError):
             tool_message(call, result)
     assert tool_message(call, nested(100))["content"].startswith('{"a":')
+
+
+def test_problems_quote_bounded_text() -> None:
+    huge = "n" * 100_000
+    schema = {"type": "object", "properties": {"a": {"type": "x" * 100_000}}}
+    problems = validate_request(
+        messages=[USER],
+        tools=[fn_tool(huge, schema)],
+        tool_choice={"type": "function", "function": {"name": huge + "2"}},
+    )
+    assert {"H91", "H93"} <= rules(problems)
+    assert all(len(p.message) < 2_000 for p in problems if p.rule in ("H91", "H93"))
+
+
+@given(value=JSON)
+def test_to_plain_is_an_equal_copy_of_json(value: Any) -> None:
+    data, depth = to_plain(value)
+    assert data == value or data != data  # NaN is not equal to itself
+    assert depth >= 0
+    if isinstance(value, dict | list) and value:
+        assert data is not value

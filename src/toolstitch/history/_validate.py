@@ -50,6 +50,15 @@ class HistoryProblem:
 # ------------------------------------------------------------------------- reading input
 
 
+def _clip(text: str, size: int = 200) -> str:
+    """``text`` cut to ``size`` characters: a problem quotes what it must, never a whole schema."""
+    return text if len(text) <= size else text[: size - 3] + "..."
+
+
+def _quote(value: Any) -> str:
+    return _clip(repr(value), 80)
+
+
 def _is_json_object(text: str) -> bool:
     try:
         return isinstance(json.loads(text), dict)
@@ -608,18 +617,20 @@ def _check_schema(checker: _Checker, k: int, name: Any, schema: Any) -> None:
 
     param = f"tools[{k}].function.parameters"
     if not isinstance(schema, Mapping):
-        what = f"the parameters of tool {name!r} are {_json_type(schema)}, not a JSON Schema object"
+        what = f"the parameters of tool {_quote(name)} are {_json_type(schema)}, not a JSON Schema object"
         checker.add(None, "H91", what, param=param, name=name)
         return
     try:
         cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
         cls.check_schema(schema)
     except jsonschema.SchemaError as exc:
-        path = "/".join(str(p) for p in exc.absolute_path) or "(root)"
-        what = f"the parameters of tool {name!r} are not a valid JSON Schema: at {path}: {exc.message}"
+        path = "/".join(str(p) for p in exc.absolute_path)[:100] or "(root)"
+        reason = _clip(exc.message)
+        what = f"the parameters of tool {_quote(name)} are not a valid JSON Schema: at {path}: {reason}"
         checker.add(None, "H91", what, param=param, name=name)
     except Exception as exc:  # a schema too deep or too odd to check is not known to be valid
-        what = f"the parameters of tool {name!r} could not be checked as a JSON Schema: {exc!r}"[:300]
+        reason = _clip(repr(exc))
+        what = f"the parameters of tool {_quote(name)} could not be checked as a JSON Schema: {reason}"
         checker.add(None, "H91", what, param=param, name=name)
 
 
@@ -651,12 +662,12 @@ def _check_tool_choice(checker: _Checker, choice: Any, offered: Mapping[str, str
         what = f"tool_choice is {_json_type(choice)} without a known type ({kind!r})"
         checker.add(None, "H93", what, param="tool_choice")
         return
-    known = ", ".join(sorted(offered)) or "none"
+    known = _clip(", ".join(sorted(offered)[:20])) or "none"
     for name in names:
         if not isinstance(name, str) or not name:
             checker.add(None, "H93", "tool_choice names no tool", param=where)
         elif name not in offered:
-            what = f"tool_choice names {name!r}, which the request does not offer (offered: {known})"
+            what = f"tool_choice names {_quote(name)}, which the request does not offer (offered: {known})"
             checker.add(None, "H93", what, param=where, name=name)
 
 
