@@ -164,8 +164,8 @@ def test_an_internal_failure_refuses_the_calls_the_chunk_touched_and_reads_the_r
 
     real = _route.apply_identity
 
-    def broken(call: Any, frag: Any, anomalies: Any) -> None:
-        real(call, frag, anomalies)
+    def broken(table: Any, call: Any, frag: Any, anomalies: Any) -> None:
+        real(table, call, frag, anomalies)
         if frag.arguments == "BOOM":
             raise RuntimeError("a bug")
 

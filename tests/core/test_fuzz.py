@@ -27,6 +27,19 @@ from openai.types.chat import ChatCompletionChunk
 import toolstitch as ts
 
 HUGE = "x" * 5_000
+
+
+def _nested(depth: int) -> Any:
+    value: Any = "leaf"
+    for _ in range(depth):
+        value = {"k": [value]}
+    return value
+
+
+DEEP = _nested(900)
+"""A provider field nested far beyond what serialisation survives."""
+HOSTILE_INDEXES = ["²", "①", "9" * 5000, True, False, 2**40, 10**400, float("nan"), float("inf"), "0x1"]
+SURROGATES = ["\udc80", "\ud83d", "\ude00", 'a"\ud83d', '\ude00"}']
 LIMITS = ts.Limits(max_argument_bytes=4_096, max_calls_per_choice=6, sample_chars=64)
 """Small bounds, so that huge strings and many calls reach the limit paths too."""
 _scalars = st.one_of(
@@ -35,7 +48,8 @@ _scalars = st.one_of(
     st.integers(-(2**70), 2**70),
     st.floats(allow_nan=True, allow_infinity=True),
     st.text(max_size=20),
-    st.sampled_from(["", "null", "function", "FUNCTION", "0", "-1", "{", "}", '{"', HUGE]),
+    st.sampled_from(["", "null", "function", "FUNCTION", "0", "-1", "{", "}", '{"', HUGE, DEEP, *SURROGATES]),
+    st.sampled_from(HOSTILE_INDEXES),
 )
 _json = st.recursive(
     _scalars,
@@ -43,7 +57,9 @@ _json = st.recursive(
     max_leaves=12,
 )
 _args_text = st.one_of(
-    st.sampled_from(["", "{", "}", '{"a": 1}', '{"a": ', "1}", '"x"', "[]", "null", '{"k": "v"}', HUGE]),
+    st.sampled_from(
+        ["", "{", "}", '{"a": 1}', '{"a": ', "1}", '"x"', "[]", "null", '{"k": "v"}', HUGE, *SURROGATES]
+    ),
     st.text(alphabet='{}[]":,\\ au0123456789e.-tn', max_size=16),
 )
 
@@ -60,18 +76,26 @@ def _entries(draw: st.DrawFn) -> Any:
         return draw(_json)
     entry: dict[str, Any] = {}
     if draw(st.booleans()):
-        entry["index"] = draw(_maybe(st.integers(0, 3)))
+        entry["index"] = draw(
+            _maybe(st.one_of(st.integers(0, 3), st.integers(0, 3), st.sampled_from(HOSTILE_INDEXES)))
+        )
     if draw(st.booleans()):
-        entry["id"] = draw(_maybe(st.sampled_from(["call_a", "call_b", "call_c", "", "null", 7])))
+        entry["id"] = draw(_maybe(st.sampled_from(["call_a", "call_b", "call_c", "", "null", 7, "c\udc80"])))
     if draw(st.booleans()):
         entry["type"] = draw(_maybe(st.sampled_from(["function", "", None])))
     if draw(st.integers(0, 4)):
         function: Any = {}
         if draw(st.booleans()):
-            function["name"] = draw(_maybe(st.sampled_from(["f", "g", "", None, "null"])))
+            function["name"] = draw(_maybe(st.sampled_from(["f", "g", "", None, "null", "f\udc80"])))
         if draw(st.integers(0, 3)):
             function["arguments"] = draw(
-                st.one_of(_args_text, _args_text, _args_text, st.dictionaries(st.text(max_size=3), _json))
+                st.one_of(
+                    _args_text,
+                    _args_text,
+                    _args_text,
+                    st.dictionaries(st.text(max_size=3), _json),
+                    st.sampled_from([{"a": {1, 2}}, {1: "x"}, {"a": object()}, DEEP]),
+                )
             )
         entry["function"] = draw(_maybe(st.just(function)))
     if draw(st.integers(0, 5)) == 0:
@@ -138,6 +162,8 @@ def _same(now: tuple[Any, ...], then: tuple[Any, ...]) -> bool:
 
 def _check_ready(call: ts.ToolCall) -> None:
     assert call.name, call
+    call.name.encode("utf-8")  # valid Unicode: a ready call holds exactly what a tool can receive
+    call.arguments.encode("utf-8")
     value = json.loads(call.arguments, parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c)))
     assert isinstance(value, dict)
     assert value == call.parsed
@@ -217,3 +243,36 @@ def test_fragments_only_streams_seal_every_call(entries: list[Any], reason: str)
     ids = [c.id for c in completion.choices[0].message.tool_calls or []]
     assert all(isinstance(i, str) and i for i in ids)
     assert len(set(ids)) == len(ids)
+
+
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
+@given(
+    st.lists(_chunks(), max_size=12),
+    st.sampled_from(["none", "auto", {"type": "function", "function": {"name": "f"}}, None]),
+    st.sampled_from([False, True, None]),
+)
+def test_the_request_contract_holds_for_every_stream(stream: list[Any], choice: Any, parallel: Any) -> None:
+    """Whatever arrives: no ready call under tool_choice="none", only f when f is forced, at most one
+    ready call per choice (the first) under parallel_tool_calls=False; the completion serialises."""
+    acc = ts.Accumulator(tool_choice=choice, parallel_tool_calls=parallel, limits=LIMITS)
+    for chunk in stream:
+        acc.feed(chunk)
+    acc.end()
+    for index in {c.choice for c in acc.calls()}:
+        ready = [c for c in acc.calls(index) if c.ready]
+        for call in ready:
+            _check_ready(call)
+        if choice == "none":
+            assert not ready
+        if isinstance(choice, dict):
+            assert all(c.name == "f" for c in ready)
+        if parallel is False:
+            assert len(ready) <= 1
+    assert "internal_error" not in {a.code for a in acc.anomalies}
+    try:
+        completion = acc.get_final_completion()
+    except ts.errors.IncompleteStreamError as exc:
+        completion = exc.partial
+    completion.model_dump(warnings=False)

@@ -24,7 +24,6 @@ The rules it enforces (see ``DESIGN.md``):
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import Any, Literal
@@ -54,7 +53,7 @@ from ._events import (
 from ._limits import Limits, retained, sample
 from ._read import ChoicePiece, InBandError, ToolFragment, read_chunk, show
 from ._recover import TextToolCallRecovery
-from ._route import SKIP, CallTable, apply_identity, argument_text, resolve_call
+from ._route import SKIP, CallTable, apply_identity, argument_text, ensure_ids, open_call, resolve_call
 from ._seal import CallChecks
 
 __all__ = ["Accumulator", "StreamMetrics"]
@@ -95,6 +94,7 @@ class _Choice:
         "extra",
         "finish_reason",
         "finish_reasons",
+        "first_call",
         "index",
         "logprobs_content",
         "logprobs_refusal",
@@ -116,6 +116,8 @@ class _Choice:
         self.finish_reason: str | None = None
         self.finish_reasons: list[str] = []
         self.table = CallTable()
+        self.first_call: ToolCall | None = None
+        """The choice's first call (by index), fixed when its calls are first sealed."""
 
 
 def _dump(value: Any) -> Any:
@@ -536,12 +538,7 @@ class Accumulator:
         # What the call was before this fragment: a change to "invalid" is announced below.
         before_status, before_error = ("open", None) if call is None else (call._status, call._error)
         if call is None:
-            call = ToolCall(state.index, index, len(table.calls), limits)
-            call._metrics.opened_at = t
-            table.calls.append(call)
-            table.by_index[index] = call
-            if index > table.max_index:
-                table.max_index = index
+            call = open_call(table, state.index, index, limits, t)
             if self.metrics.first_tool_call_at is None:
                 self.metrics.first_tool_call_at = t
             if state.finish_reason is not None:
@@ -556,13 +553,10 @@ class Accumulator:
         frag.call = call
         if frag.extra and not self._keep(frag.extra, "a tool call's unknown fields", state.index, events):
             frag.extra = None
-        had_id = call._id
-        apply_identity(call, frag, local)
+        apply_identity(table, call, frag, local)
         if before_status == "open" and call._slot >= limits.max_calls_per_choice and call._status == "open":
             # Refused only after its identity was written, so the refusal names the call.
             call._exceed_call_limit(limits.max_calls_per_choice, t)
-        if had_id is None and call._id is not None and call._id not in table.by_id:
-            table.by_id[call._id] = call
         call._metrics.fragments += 1
         if frag.error is not None and call._status == "open":
             # Arguments sent as an object that is not JSON: nothing true can be made of them.
@@ -667,8 +661,10 @@ class Accumulator:
 
     def _seal_calls(self, state: _Choice, calls: list[ToolCall], t: float, events: list[Event]) -> None:
         """Seal the open ``calls`` of ``state`` and check them (``_seal.py``)."""
-        every = state.table.calls
-        first = min(every, key=_order) if every else None
+        first = state.first_call
+        if first is None and state.table.calls:
+            # Fixed at the first seal: a call that opens later (after the finish) is never "first".
+            first = state.first_call = min(state.table.calls, key=_order)
         checks = self._checks
         for call in calls:
             if call._status != "open":
@@ -903,29 +899,10 @@ class Accumulator:
         }
 
     def _ensure_ids(self, state: _Choice, calls: list[ToolCall]) -> None:
-        """Give every call a non-empty id unique within its message (a valid history needs one)."""
-        seen: set[str] = set()
-        for call in calls:
-            if call._id is not None and call._id not in seen:
-                seen.add(call._id)
-                continue
-            code = AnomalyCode.CALL_ID_REUSED if call._id is not None else AnomalyCode.ID_SYNTHESIZED
-            # Unique within the message (slot) and, in practice, across turns (the completion id,
-            # or for providers that send none, its time and the arguments), so that idempotency by
-            # call id never mistakes a later turn's call for an earlier one. surrogatepass: a name
-            # or id holding a lone surrogate must not make this fail.
-            basis = (
-                f"{self._id or ''}:{self._created}:{self._model}:{state.index}:{call._slot}:"
-                f"{call._name or ''}:{call.arguments}"
-            )
-            made = "call_ts" + hashlib.sha256(basis.encode("utf-8", "surrogatepass")).hexdigest()[:20]
-            self._record(
-                Anomaly(code, f"id {show(call._id)} unusable; synthesized {made!r}", raw=call._id),
-                call,
-                [],
-            )
-            call._id = made
-            seen.add(made)
+        """Give every call a usable, unique id (``_route.ensure_ids``); the repairs are recorded."""
+        basis = f"{self._id or ''}:{self._created}:{self._model}:{state.index}"
+        for call, note in ensure_ids(calls, basis):
+            self._record(note, call, [])
 
 
 def _fault(exc: BaseException, doing: str, choice: int | None, raw: Any) -> Anomaly:

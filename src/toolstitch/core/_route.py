@@ -27,13 +27,24 @@ fragment of a call while it may still turn out to be a cumulative resend).
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Iterator
 from typing import Any
 
 from ._anomaly import Anomaly, AnomalyCode
 from ._call import ToolCall
+from ._limits import Limits
 from ._read import ToolFragment, show
 
-__all__ = ["SKIP", "CallTable", "apply_identity", "argument_text", "resolve_call"]
+__all__ = [
+    "SKIP",
+    "CallTable",
+    "apply_identity",
+    "argument_text",
+    "ensure_ids",
+    "open_call",
+    "resolve_call",
+]
 
 SKIP = -1
 """The index :func:`resolve_call` returns for a fragment that must not open a call."""
@@ -291,11 +302,46 @@ def _resolve_unindexed(
     return latest, latest._index
 
 
-def apply_identity(call: ToolCall, frag: ToolFragment, anomalies: list[Anomaly]) -> None:
+def open_call(table: CallTable, choice: int, index: int, limits: Limits, t: float) -> ToolCall:
+    """Open a new call at ``index`` (as :func:`resolve_call` said) and enter it in the table."""
+    call = ToolCall(choice, index, len(table.calls), limits)
+    call._metrics.opened_at = t
+    table.calls.append(call)
+    table.by_index[index] = call
+    if index > table.max_index:
+        table.max_index = index
+    return call
+
+
+def ensure_ids(calls: list[ToolCall], basis: str) -> Iterator[tuple[ToolCall, Anomaly]]:
+    """Give every call of one message (``calls`` in message order) a non-empty id unique within it.
+
+    A valid history needs one. A made id is unique within the message (the slot) and, in practice,
+    across turns (``basis``: the completion id, or for providers that send none, its time, model
+    and choice; plus the call's name and arguments), so that idempotency by call id never mistakes
+    a later turn's call for an earlier one. ``surrogatepass``: a name or id holding a lone
+    surrogate must not make this fail. Yields each repaired call with its anomaly.
+    """
+    seen: set[str] = set()
+    for call in calls:
+        cid = call._id
+        if cid is not None and cid not in seen:
+            seen.add(cid)
+            continue
+        code = AnomalyCode.CALL_ID_REUSED if cid is not None else AnomalyCode.ID_SYNTHESIZED
+        text = f"{basis}:{call._slot}:{call._name or ''}:{call.arguments}"
+        made = "call_ts" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:20]
+        call._id = made
+        seen.add(made)
+        yield call, Anomaly(code, f"id {show(cid)} unusable; synthesized {made!r}", raw=cid)
+
+
+def apply_identity(table: CallTable, call: ToolCall, frag: ToolFragment, anomalies: list[Anomaly]) -> None:
     """Write ``id``, ``name`` and ``type`` once (first usable value); note repeats and conflicts.
 
     A sealed call is frozen (rule 4): a late fragment may repeat its identity, never complete or
     change it (a name arriving after an invalid, nameless call was sealed is noted, not written).
+    The call's first id enters ``table.by_id``.
     """
     choice = call._choice
     index = call._index
@@ -309,6 +355,7 @@ def apply_identity(call: ToolCall, frag: ToolFragment, anomalies: list[Anomaly])
     if fid is not None:
         if call._id is None:
             call._id = fid
+            table.by_id.setdefault(fid, call)
         elif fid == call._id:
             _note(anomalies, frag, choice, index, "id_repeated")
         elif frag.new_id:

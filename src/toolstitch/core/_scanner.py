@@ -60,20 +60,6 @@ class JSONScanner:
         """Why the text can no longer become valid JSON; ``None`` while it still can."""
         self.error_at: int | None = None
 
-    def copy(self) -> JSONScanner:
-        """An independent scanner in the same state (to probe text without committing to it)."""
-        twin = JSONScanner()
-        twin._stack = list(self._stack)
-        twin._in_string = self._in_string
-        twin._escape = self._escape
-        twin._hex_left = self._hex_left
-        twin.offset = self.offset
-        twin.complete = self.complete
-        twin.complete_at = self.complete_at
-        twin.error = self.error
-        twin.error_at = self.error_at
-        return twin
-
     @property
     def in_string(self) -> bool:
         """True while inside a string (an escape may be pending)."""
