@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from toolstitch.cli._demo import QUESTION, TOOLS, converse, local_model, run_demo
-from toolstitch.recording._timeline import display_width
+from toolstitch.recording._report_text import display_width
 from toolstitch.testing import ErrorReply, LocalServer, check_messages_h01_h04
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,7 +10,7 @@ import pytest
 
 import toolstitch as ts
 from toolstitch.cli._main import main
-from toolstitch.recording._timeline import display_width
+from toolstitch.recording._report_text import display_width
 from toolstitch.testing import LocalServer, StreamScript, sse_body, tool_call_chunks
 
 CALLS = [

@@ -22,7 +22,8 @@ from tests.conftest import TRANSCRIPTS
 from toolstitch.errors import RecordedError, RecordingFormatError
 from toolstitch.recording import replay
 from toolstitch.recording._recorder import FORMAT
-from toolstitch.recording._timeline import display_width, render_latency, render_timeline, report_html
+from toolstitch.recording._report_html import report_html
+from toolstitch.recording._report_text import display_width, render_latency, render_timeline
 from toolstitch.testing import LocalServer, StreamScript, chunk, sse_body, tool_call_chunks
 
 SSE_FILES = sorted(TRANSCRIPTS.glob("*/*.sse")) if TRANSCRIPTS.is_dir() else []

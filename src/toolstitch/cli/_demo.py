@@ -8,7 +8,8 @@ A two-step tool conversation, streamed with the real ``openai`` client through :
 2. the tools run locally, the history is built with :func:`assistant_message` and
    :func:`tool_message`, and the model answers in text, using the results.
 
-Each stream is recorded (in memory) and replayed, to print its fragment timeline. Without
+Each stream is recorded (in memory) and replayed, to print its fragment timeline. The command's
+options are read in ``_demo_command``; this module is the conversation and its printing. Without
 ``OPENAI_API_KEY`` the "model" is :class:`toolstitch.testing.LocalServer`, scripted below, over real
 HTTP on 127.0.0.1; with it (and optionally ``OPENAI_BASE_URL`` and ``--model``) the same loop runs
 against that endpoint, and the scripted model is not used at all.
@@ -16,14 +17,13 @@ against that endpoint, and the scripted model is not used at all.
 
 from __future__ import annotations
 
-import argparse
 import io
 import json
 import math
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TextIO
+from typing import Any
 
 import openai
 
@@ -31,9 +31,11 @@ from ..client._wrap import wrap
 from ..errors import IncompleteStreamError
 from ..history import assistant_message, call_error_text, tool_message, validate_history
 from ..recording._replay import replay
-from ..recording._timeline import clip, render_latency, render_timeline, report_data, wrap_text
+from ..recording._report_data import report_data
+from ..recording._report_text import clip, render_latency, render_timeline, wrap_text
+from ._output import SafeOutput, TextSink
 
-__all__ = ["TOOLS", "add_command", "local_model", "run_demo"]
+__all__ = ["QUESTION", "TOOLS", "converse", "local_model", "run_demo"]
 
 _WIDTH = 80
 LOCAL_MODEL = "toolstitch-demo"
@@ -314,7 +316,7 @@ def _message_line(i: int, message: Mapping[str, Any]) -> str:
     return _clip(f"  [{i}] {role:<9} {text}")
 
 
-def _print_text(result: dict[str, Any], where: str, out: TextIO) -> None:
+def _print_text(result: dict[str, Any], where: str, out: TextSink) -> None:
     write = out.write
     write("toolstitch demo: a two-step tool conversation, streamed and stitched\n")
     write(_clip(f"server: {where}") + "\n")
@@ -385,14 +387,14 @@ def run_demo(
     json_output: bool = False,
     local: bool | None = None,
     delay: float = 0.004,
-    out: TextIO | None = None,
+    out: TextSink | None = None,
 ) -> int:
     """Run the demo and print it; returns the exit code.
 
     ``local=None`` picks the local server unless ``OPENAI_API_KEY`` is set. ``delay`` (seconds
     between chunks) applies to the local server only.
     """
-    out = out or sys.stdout
+    out = out or SafeOutput(sys.stdout)
     use_local = not os.environ.get("OPENAI_API_KEY") if local is None else local
     if use_local:
         from ..testing import LocalServer
@@ -416,39 +418,3 @@ def _remote(model: str) -> tuple[dict[str, Any], str]:
     """The same loop against a real endpoint (``OPENAI_API_KEY``, optional ``OPENAI_BASE_URL``)."""
     with openai.OpenAI() as client:
         return converse(client, model), str(client.base_url)
-
-
-# ------------------------------------------------------------------------------- command line
-
-
-def _run_command(args: argparse.Namespace) -> int:
-    try:
-        return run_demo(model=args.model, json_output=args.json, local=True if args.local else None)
-    except openai.OpenAIError as exc:
-        message = " ".join(str(exc).split())
-        print(f"toolstitch demo: {type(exc).__name__}: {message}", file=sys.stderr)
-        return 2
-
-
-def add_command(subparsers: Any) -> None:
-    """Register ``toolstitch demo`` (see ``_cli.COMMANDS``)."""
-    parser = subparsers.add_parser(
-        "demo",
-        help="run a two-step streamed tool conversation and show how it was stitched",
-        description=(
-            "Run a two-step tool conversation with the real openai client through toolstitch.wrap: "
-            "parallel, interleaved, finely fragmented tool calls, local tool execution, then a "
-            "final answer. Prints the calls, the results, the history and a fragment timeline. "
-            "Without OPENAI_API_KEY it uses an embedded local server on 127.0.0.1; with it (and "
-            "optionally OPENAI_BASE_URL) it runs against that endpoint. Exit 0 when the "
-            "conversation completed with a valid history, 1 otherwise, 2 when the endpoint failed."
-        ),
-    )
-    parser.add_argument(
-        "--model", metavar="M", help=f"model name (default: {REMOTE_MODEL} on a real endpoint)"
-    )
-    parser.add_argument("--json", action="store_true", help="print a JSON report instead")
-    parser.add_argument(
-        "--local", action="store_true", help="use the embedded local server even when OPENAI_API_KEY is set"
-    )
-    parser.set_defaults(run=_run_command)

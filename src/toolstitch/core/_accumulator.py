@@ -25,7 +25,7 @@ The rules it enforces (see ``DESIGN.md``):
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import replace
+from dataclasses import asdict, replace
 from typing import Any, Literal
 
 from openai.types.chat import ChatCompletion
@@ -218,6 +218,16 @@ class Accumulator:
     def usage(self) -> Any:
         """The last usage seen (providers that send cumulative usage end with the total)."""
         return self._usage
+
+    @property
+    def check_options(self) -> dict[str, Any]:
+        """How this accumulator checks calls, as plain data (limits, ``empty_arguments``,
+        ``recover_text_tool_calls``): what a recording stores so that a replay checks the same way."""
+        return {
+            "limits": asdict(self.limits),
+            "empty_arguments": "object" if self._empty_as_object else "invalid",
+            "recover_text_tool_calls": self._recovery is not None,
+        }
 
     # -- feeding -----------------------------------------------------------------------------
 

@@ -40,7 +40,6 @@ same fragment sizes and timing.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import os
 import sys
@@ -52,8 +51,10 @@ from pathlib import Path
 from typing import IO, Any, Literal, TypeAlias
 
 from .._version import __version__
+from ..core._accumulator import Accumulator
 from ..core._call import now
 from ..errors import RecordingWarning
+from ._plain import is_sentinel, plain
 from ._secrets import REDACTED, LiteralSecrets, client_secrets, is_secret_key, mask_shapes
 
 __all__ = ["FORMAT", "Recorder", "Redact", "recording_path", "redact_parts"]
@@ -131,7 +132,7 @@ class Recorder:
     def for_stream(
         cls,
         target: str | os.PathLike[str] | IO[str],
-        accumulator: Any,
+        accumulator: Accumulator,
         request: Mapping[str, Any] | None,
         *,
         redact: Redact = False,
@@ -139,17 +140,12 @@ class Recorder:
     ) -> Recorder:
         """A recorder for a stream fed to ``accumulator`` (its start time, limits and policy), sent
         by ``client`` (whose API key and credential headers are masked wherever they appear)."""
-        options = {
-            "limits": dataclasses.asdict(accumulator.limits),
-            "empty_arguments": "object" if getattr(accumulator, "_empty_as_object", False) else "invalid",
-            "recover_text_tool_calls": getattr(accumulator, "_recovery", None) is not None,
-        }
         return cls(
             target,
             request=request,
             redact=redact,
             started_at=accumulator.metrics.started_at,
-            options=options,
+            options=accumulator.check_options,
             secrets=client_secrets(client),
         )
 
@@ -236,7 +232,7 @@ class Recorder:
         Every value masked here becomes a literal secret, masked wherever else it shows up."""
         out: dict[str, Any] = {}
         for key, value in request.items():
-            if _is_sentinel(value):
+            if is_sentinel(value):
                 continue
             if key in _TRANSPORT_OPTIONS and isinstance(value, Mapping):
                 # Headers and query parameters travel beside the body: any of them may be a credential.
@@ -246,9 +242,9 @@ class Recorder:
                 out[key] = REDACTED
                 self._remember([value])
             elif key in _SCHEMA_OPTIONS:
-                out[key] = _jsonable(value)
+                out[key] = plain(value)
             else:
-                out[key] = self._scrub(_jsonable(value), shapes=key not in _CONTENT_OPTIONS)
+                out[key] = self._scrub(plain(value), shapes=key not in _CONTENT_OPTIONS)
         return out
 
     def _scrub(self, value: Any, *, shapes: bool) -> Any:
@@ -295,7 +291,7 @@ class Recorder:
             data["status_code"] = status
         body = getattr(error, "body", None)
         if body is not None:
-            data["body"] = self._scrub(_jsonable(body), shapes=True)
+            data["body"] = self._scrub(plain(body), shapes=True)
         return data
 
     def _close(self) -> None:
@@ -335,36 +331,17 @@ def _is_file(target: object) -> bool:
 
 def _chunk_data(chunk: Any) -> Any:
     """The chunk as received: the SDK builds chunks without validation, so ``exclude_unset`` yields
-    exactly the keys the provider sent (unknown ones included), and nothing the SDK defaulted."""
-    if isinstance(chunk, Mapping):
-        return json.loads(json.dumps(chunk))  # a private copy, safe to mask
-    dump = getattr(chunk, "model_dump", None)
-    if callable(dump):
-        return dump(mode="json", exclude_unset=True, by_alias=True, warnings=False)
-    return chunk
-
-
-def _is_sentinel(value: Any) -> bool:
-    return type(value).__name__ in ("NotGiven", "Omit")
-
-
-def _jsonable(value: Any) -> Any:
-    """Plain JSON data for anything a request may hold (pydantic models, classes, timeouts)."""
-    if value is None or isinstance(value, (str, int, float, bool)):
-        return value
-    if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items() if not _is_sentinel(v)}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, type):
-        return f"{value.__module__}.{value.__qualname__}"
-    dump = getattr(value, "model_dump", None)
-    if callable(dump):
-        try:
-            return _jsonable(dump(mode="json"))
-        except Exception:
-            pass
-    return repr(value)
+    exactly the keys the provider sent (unknown ones included), and nothing the SDK defaulted.
+    A chunk that will not serialise (nested deeper than pydantic goes) is written bounded."""
+    try:
+        if isinstance(chunk, Mapping):
+            return json.loads(json.dumps(chunk))  # a private copy, safe to mask
+        dump = getattr(chunk, "model_dump", None)
+        if callable(dump):
+            return dump(mode="json", exclude_unset=True, by_alias=True, warnings=False)
+    except (TypeError, ValueError, RecursionError):
+        pass
+    return plain(chunk)
 
 
 # ---------------------------------------------------------------------------------- redaction

@@ -22,16 +22,14 @@ and ``replay.accumulator.metrics`` hold the original timestamps (seconds since t
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
-import sys
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import fields
 from pathlib import Path
-from typing import IO, Any, Literal, TextIO
+from typing import IO, Any, Literal
 
 from openai.types.chat import ChatCompletion
 
@@ -43,9 +41,12 @@ from ..errors import RecordedError, RecordingFormatError
 from ._recorder import FORMAT
 from ._timeline import Timeline, TimelineBuilder
 
-__all__ = ["Replay", "add_command", "replay"]
+__all__ = ["MAX_OFFSET_MS", "Replay", "replay"]
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
+#: The largest offset a recording may hold: a week, in milliseconds. A stream is never open that
+#: long; a larger (or negative, or non-finite) offset is damage, and ``timing=True`` would sleep on it.
+MAX_OFFSET_MS = 7 * 24 * 3600 * 1000.0
 
 
 Format = Literal["recording", "chunks", "sse"]
@@ -76,6 +77,8 @@ class Replay:
         else:
             self.source = str(getattr(source, "name", "<stream>"))
             text = source.read()
+            if not isinstance(text, str):
+                raise RecordingFormatError(f"{self.source}: not a text file (open it in text mode)")
         self.header: dict[str, Any] | None = None
         """The recording's header (request, versions, options); ``None`` for other inputs."""
         self.footer: dict[str, Any] | None = None
@@ -133,10 +136,10 @@ class Replay:
                     raise RecordingFormatError(f"{self.source}:{number}: unknown recording format")
                 self.header = record
             elif kind == "chunk" and "chunk" in record:
-                offset = record.get("offset_ms")
                 self.chunks.append(record["chunk"])
-                self.offsets.append(float(offset) if isinstance(offset, (int, float)) else None)
+                self.offsets.append(self._offset(record, number))
             elif kind == "footer":
+                self._offset(record, number)
                 self.footer = record
                 break
             elif kind is None and ("choices" in record or record.get("object") == "chat.completion.chunk"):
@@ -163,6 +166,23 @@ class Replay:
                     status_code=status if isinstance(status, int) else None,
                 )
         return "chunks" if bare else "recording"
+
+    def _offset(self, record: dict[str, Any], number: int) -> float | None:
+        """A record's ``offset_ms``: absent is untimed; anything but a number from 0 to
+        :data:`MAX_OFFSET_MS` (NaN, infinity, 1e308, a string, ``true``) makes the file unusable."""
+        offset = record.get("offset_ms")
+        if offset is None:
+            return None
+        if (
+            isinstance(offset, bool)
+            or not isinstance(offset, (int, float))
+            or not 0 <= offset <= MAX_OFFSET_MS  # False for NaN too
+        ):
+            raise RecordingFormatError(
+                f"{self.source}:{number}: offset_ms must be a number from 0 to {MAX_OFFSET_MS:.0f},"
+                f" not {str(offset)[:40]}"
+            )
+        return float(offset)
 
     def _parse_sse(self, text: str) -> None:
         """Decode as the SDK does: events end at a blank line; ``[DONE]`` and ``error`` end the stream."""
@@ -191,7 +211,7 @@ class Replay:
                 return
             try:
                 chunk = json.loads(payload)
-            except ValueError:
+            except (ValueError, RecursionError):  # RecursionError: nested deeper than json reads
                 self.error = RecordedError(
                     f"line {line_number}: SSE data is not JSON: {payload[:80]!r}", type_name="JSONDecodeError"
                 )
@@ -220,19 +240,24 @@ class Replay:
             known = {f.name for f in fields(Limits)}
             try:
                 limits = Limits(**{k: v for k, v in options["limits"].items() if k in known})
-            except (TypeError, ValueError):
-                limits = None
+            except (TypeError, ValueError, OverflowError):
+                limits = None  # recorded limits that are not limits: the defaults check instead
         empty: Literal["invalid", "object"] = (
             "object" if options.get("empty_arguments") == "object" else "invalid"
         )
-        return Accumulator(
-            tools if isinstance(tools, list) else None,
-            limits=limits,
-            empty_arguments=empty,
-            started_at=0.0 if self.timed else None,
-            clock=self._clock if self.timed else None,
-            recover_text_tool_calls=options.get("recover_text_tool_calls") is True,
-        )
+        try:
+            return Accumulator(
+                tools if isinstance(tools, list) else None,
+                limits=limits,
+                empty_arguments=empty,
+                started_at=0.0 if self.timed else None,
+                clock=self._clock if self.timed else None,
+                recover_text_tool_calls=options.get("recover_text_tool_calls") is True,
+            )
+        except Exception as exc:  # fail closed: recorded tools the core cannot take, one clear error
+            raise RecordingFormatError(
+                f"{self.source}: the recorded request cannot be checked ({type(exc).__name__}: {exc})"
+            ) from None
 
     def _clock(self) -> float:
         return self._now
@@ -336,73 +361,3 @@ def replay(
     cannot be read.
     """
     return Replay(path, timing=timing, accumulator=accumulator)
-
-
-# ---------------------------------------------------------------------------------- command line
-
-
-def _live(replayed: Replay, out: TextIO) -> None:
-    """``--timing``: as the chunks come out at their recorded pace, say when calls open and seal."""
-    seen: dict[int, str] = {}
-    for number, _ in enumerate(replayed):
-        offset = replayed.offsets[number]
-        when = f"{offset:9.1f} ms" if offset is not None else f"chunk {number + 1:>5}"
-        for call in replayed.accumulator.calls():
-            state = "opened" if call.status == "open" else call.status
-            if seen.get(id(call)) != state:
-                seen[id(call)] = state
-                out.write(f"{when}  #{call.index} {call.name or '?'}  {state}\n")
-                out.flush()
-    out.write("\n")
-
-
-def _run_command(args: argparse.Namespace) -> int:
-    from ._timeline import report_data, report_html, report_text
-
-    try:
-        replayed = replay(args.file, timing=args.timing)
-    except OSError as exc:
-        print(f"toolstitch replay: cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr)
-        return 2
-    except RecordingFormatError as exc:
-        print(f"toolstitch replay: {exc}", file=sys.stderr)
-        return 2
-    if args.timing and not args.json:
-        _live(replayed, sys.stdout)
-    replayed.until_done()
-    if args.html:
-        try:
-            Path(args.html).write_text(report_html(replayed), encoding="utf-8")
-        except OSError as exc:
-            print(f"toolstitch replay: cannot write {args.html}: {exc.strerror or exc}", file=sys.stderr)
-            return 2
-    if args.json:
-        print(json.dumps(report_data(replayed), ensure_ascii=False, indent=2))
-    else:
-        sys.stdout.write(report_text(replayed))
-        if args.html:
-            print(f"\nHTML report: {args.html}")
-    return 0
-
-
-def add_command(subparsers: Any) -> None:
-    """Register ``toolstitch replay`` (see ``_cli.COMMANDS``)."""
-    parser = subparsers.add_parser(
-        "replay",
-        help="replay a recorded stream (JSONL recording or raw .sse body) and show its tool calls",
-        description=(
-            "Replay a stream recorded by toolstitch.wrap(client, record=DIR) or stream.record(PATH), "
-            "or a raw SSE response body, through the accumulator. Prints each tool call with its "
-            "name, arguments, status and anomalies, a fragment timeline per call and the latency "
-            "breakdown. Exit 0 when replayed, 2 when the file cannot be read or is not a recording."
-        ),
-    )
-    parser.add_argument("file", metavar="FILE", help="a .jsonl recording or a .sse body")
-    parser.add_argument("--html", metavar="OUT", help="also write a self-contained HTML report to OUT")
-    parser.add_argument("--json", action="store_true", help="print a JSON report instead")
-    parser.add_argument(
-        "--timing",
-        action="store_true",
-        help="replay at the recorded pace, showing calls as they open and seal",
-    )
-    parser.set_defaults(run=_run_command)

@@ -1,0 +1,48 @@
+"""``toolstitch demo``: the command's options; the conversation itself is in ``_demo``.
+
+Exit 0 when the conversation completed with a valid history, 1 otherwise, 2 (one line on stderr)
+when the endpoint failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+import openai
+
+from ._demo import REMOTE_MODEL, run_demo
+from ._output import fail
+
+__all__ = ["add_command"]
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
+        return run_demo(model=args.model, json_output=args.json, local=True if args.local else None)
+    except openai.OpenAIError as exc:
+        return fail("demo", f"{type(exc).__name__}: {exc}")
+
+
+def add_command(subparsers: Any) -> None:
+    """Register ``toolstitch demo``."""
+    parser = subparsers.add_parser(
+        "demo",
+        help="run a two-step streamed tool conversation and show how it was stitched",
+        description=(
+            "Run a two-step tool conversation with the real openai client through toolstitch.wrap: "
+            "parallel, interleaved, finely fragmented tool calls, local tool execution, then a "
+            "final answer. Prints the calls, the results, the history and a fragment timeline. "
+            "Without OPENAI_API_KEY it uses an embedded local server on 127.0.0.1; with it (and "
+            "optionally OPENAI_BASE_URL) it runs against that endpoint. Exit 0 when the "
+            "conversation completed with a valid history, 1 otherwise, 2 when the endpoint failed."
+        ),
+    )
+    parser.add_argument(
+        "--model", metavar="M", help=f"model name (default: {REMOTE_MODEL} on a real endpoint)"
+    )
+    parser.add_argument("--json", action="store_true", help="print a JSON report instead")
+    parser.add_argument(
+        "--local", action="store_true", help="use the embedded local server even when OPENAI_API_KEY is set"
+    )
+    parser.set_defaults(run=_run)

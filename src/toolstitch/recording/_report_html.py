@@ -1,0 +1,199 @@
+"""The replay report as one self-contained HTML page: inline CSS and SVG, no scripts, no external
+assets, so it opens offline and can be attached to a bug report.
+
+Every text that came from the recording is escaped with :func:`html.escape`; the page is written
+from :func:`~._report_data.report_data`, so its values are bounded and finite.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from typing import TYPE_CHECKING
+
+from ._report_data import report_data
+from ._report_text import call_label, position
+from ._timeline import CallTrack, Timeline
+
+if TYPE_CHECKING:
+    from ._replay import Replay
+
+__all__ = ["report_html"]
+
+_CSS = """
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;margin:2rem auto;max-width:60rem;
+color:#1d2330;padding:0 1rem}
+h1{font-size:1.4rem;margin:0 0 .2rem}h2{font-size:1.1rem;margin:2rem 0 .5rem;border-bottom:1px solid #dde}
+.facts{color:#556;margin:0}
+table{border-collapse:collapse;font-variant-numeric:tabular-nums}
+td,th{padding:.2rem .7rem;text-align:right;border-bottom:1px solid #eef}
+td:first-child,th:first-child{text-align:left}
+pre{background:#f5f6fa;padding:.6rem .8rem;overflow-x:auto;white-space:pre-wrap;word-break:break-all;
+margin:.3rem 0}
+.call{margin:1rem 0}
+.badge{display:inline-block;padding:0 .5rem;border-radius:.6rem;font-size:.85rem;color:#fff}
+.ready{background:#2e8540}.invalid{background:#c0392b}.incomplete{background:#b7791f}.open{background:#667}
+.anomaly{color:#8a5a00}.err{color:#c0392b}
+svg text{font:11px system-ui,sans-serif;fill:#334}
+"""
+
+_COLOURS = {"ready": "#2e8540", "invalid": "#c0392b", "incomplete": "#b7791f", "open": "#667"}
+
+
+def _nice_step(span: float, ticks: int = 8) -> float:
+    raw = span / ticks
+    power = 10 ** math.floor(math.log10(raw)) if raw > 0 else 1.0
+    for factor in (1, 2, 5, 10):
+        if raw <= factor * power:
+            return float(factor * power)
+    return float(10 * power)
+
+
+def _svg(timeline: Timeline) -> str:
+    left, plot, lane, top = 170, 620, 26, 26
+    rows: list[tuple[str, CallTrack | None]] = [("chunks", None)]
+    multi = len({t.call.choice for t in timeline.calls}) > 1
+    rows += [(call_label(t.call, multi), t) for t in timeline.calls]
+    height = top + lane * len(rows) + 8
+    span = timeline.span
+    unit = timeline.unit
+
+    def x(at: float) -> float:
+        return left + plot * (at / span)
+
+    esc = html.escape
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + plot + 20}" height="{height}"'
+        f' viewBox="0 0 {left + plot + 20} {height}" role="img" aria-label="fragment timeline">'
+    ]
+    step = _nice_step(span)
+    tick = 0.0
+    while tick <= span + 1e-9:
+        label = f"{tick:g} ms" if unit == "ms" else f"#{int(tick) + 1}"
+        parts.append(
+            f'<line x1="{x(tick):.1f}" y1="{top - 6}" x2="{x(tick):.1f}" y2="{height - 6}" stroke="#e3e6ee"/>'
+            f'<text x="{x(tick):.1f}" y="{top - 10}" text-anchor="middle">{esc(label)}</text>'
+        )
+        tick += step
+    biggest = max([1, *(f.bytes for t in timeline.calls for f in t.fragments)])
+    for i, (label, track) in enumerate(rows):
+        y = top + i * lane
+        mid = y + lane / 2
+        parts.append(f'<text x="{left - 8}" y="{mid + 4:.1f}" text-anchor="end">{esc(label)}</text>')
+        if track is None:
+            for at in timeline.chunks:
+                parts.append(
+                    f'<rect x="{x(at):.1f}" y="{y + 7}" width="1.5" height="{lane - 14}" fill="#8894b0">'
+                    f"<title>chunk at {position(at, unit)}</title></rect>"
+                )
+            continue
+        call = track.call
+        colour = _COLOURS.get(call.status, "#667")
+        end = track.sealed if track.sealed is not None else span
+        wide = max(1.0, x(end) - x(track.opened))
+        parts.append(
+            f'<rect x="{x(track.opened):.1f}" y="{mid - 2:.1f}" width="{wide:.1f}"'
+            f' height="4" fill="{colour}" opacity=".25"><title>open from {position(track.opened, unit)}'
+            f" to {position(end, unit)}</title></rect>"
+        )
+        for f in track.fragments:
+            h = 4 + (lane - 10) * (f.bytes / biggest)
+            parts.append(
+                f'<rect x="{x(f.at) - 1:.1f}" y="{mid - h / 2:.1f}" width="2.5" height="{h:.1f}"'
+                f' fill="{colour}">'
+                f"<title>{f.count} fragment(s), {f.bytes} bytes at {position(f.at, unit)}</title></rect>"
+            )
+        if track.complete is not None:
+            cx = x(track.complete)
+            parts.append(
+                f'<path d="M{cx:.1f} {mid - 6:.1f}l5 6-5 6-5-6z" fill="none" stroke="{colour}">'
+                f"<title>arguments complete at {position(track.complete, unit)}</title></path>"
+            )
+        if track.sealed is not None:
+            parts.append(
+                f'<circle cx="{x(track.sealed):.1f}" cy="{mid:.1f}" r="5" fill="{colour}">'
+                f"<title>{esc(call.status)} at {position(track.sealed, unit)}</title></circle>"
+            )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def report_html(replay: Replay) -> str:
+    """One self-contained page: facts, the timeline drawing, the latency table, the calls."""
+    data = report_data(replay)
+    timeline = replay.timeline
+    unit = timeline.unit
+    esc = html.escape
+    facts = [data["format"], f"{data['chunks']} chunks", data["outcome"]]
+    if data["model"]:
+        facts.insert(1, f"model {data['model']}")
+    header = replay.header or {}
+    if header.get("toolstitch"):
+        facts.append(f"toolstitch {header['toolstitch']}, openai {header.get('openai')}")
+    body = [
+        "<!doctype html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width,initial-scale=1">',
+        f"<title>toolstitch replay: {esc(replay.source)}</title><style>{_CSS}</style></head><body>",
+        f"<h1>toolstitch replay</h1><p class=facts><code>{esc(replay.source)}</code><br>"
+        f"{esc(' · '.join(facts))}</p>",
+    ]
+    if data["error"]:
+        error = data["error"]
+        body.append(f"<p class=err>stream error: {esc(error['type'])}: {esc(error['message'])}</p>")
+    body.append("<h2>Timeline</h2>")
+    if unit == "chunk":
+        body.append("<p>A raw <code>.sse</code> body carries no timing: the axis counts chunks.</p>")
+    body.append(_svg(timeline) if timeline.chunks else "<p>No chunks.</p>")
+    body.append("<p class=facts>Bars: fragments (height ∝ bytes); ◇ arguments complete; ● sealed.</p>")
+    body.append("<h2>Latency</h2><table>")
+    what = "ms after the request" if unit == "ms" else "chunk number"
+    body.append(
+        f"<tr><th>stream ({esc(what)})</th><th>first chunk</th><th>first tool call</th><th>end</th></tr>"
+        f"<tr><td>stream</td><td>{position(timeline.first_chunk, unit)}</td>"
+        f"<td>{position(timeline.first_tool_call, unit)}</td>"
+        f"<td>{position(timeline.end, unit) if unit == 'ms' else len(timeline.chunks)}</td></tr></table>"
+    )
+    if timeline.calls:
+        body.append(
+            "<table><tr><th>call</th><th>opened</th><th>first argument</th><th>complete</th>"
+            "<th>sealed</th><th>fragments</th><th>bytes</th></tr>"
+        )
+        multi = len({t.call.choice for t in timeline.calls}) > 1
+        for t in timeline.calls:
+            m = t.call.metrics
+            body.append(
+                f"<tr><td>{esc(call_label(t.call, multi))}</td><td>{position(t.opened, unit)}</td>"
+                f"<td>{position(t.first_argument, unit)}</td><td>{position(t.complete, unit)}</td>"
+                f"<td>{position(t.sealed, unit)}</td><td>{m.fragments}</td><td>{m.bytes}</td></tr>"
+            )
+        body.append("</table>")
+    body.append(f"<h2>Tool calls ({len(data['calls'])})</h2>")
+    for call in data["calls"]:
+        body.append(
+            f"<div class=call><b>#{call['index']} {esc(call['name'] or '?')}</b> "
+            f"<span class='badge {esc(call['status'])}'>{esc(call['status'])}</span> "
+            f"<code>{esc(call['id'] or '')}</code>"
+        )
+        shown = (
+            json.dumps(call["parsed"], ensure_ascii=False, indent=2)
+            if call["parsed"] is not None
+            else call["arguments"]
+        )
+        body.append(f"<pre>{esc(shown)}</pre>")
+        if call["error"]:
+            body.append(f"<div class=err>{esc(call['error']['code'])}: {esc(call['error']['message'])}</div>")
+        for anomaly in call["anomalies"]:
+            body.append(f"<div class=anomaly>{esc(anomaly['code'])}: {esc(anomaly['message'])}</div>")
+        body.append("</div>")
+    for choice, text in data["content"].items():
+        if text:
+            body.append(f"<h2>Content (choice {esc(choice)})</h2><pre>{esc(text)}</pre>")
+    stream_anomalies = [a for a in data["anomalies"] if a["call_index"] is None]
+    if stream_anomalies:
+        body.append("<h2>Stream anomalies</h2><ul>")
+        body += [f"<li class=anomaly>{esc(a['code'])}: {esc(a['message'])}</li>" for a in stream_anomalies]
+        body.append("</ul>")
+    body.append("</body></html>")
+    return "\n".join(body) + "\n"
