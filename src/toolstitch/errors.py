@@ -8,6 +8,7 @@ The hierarchy::
     │   ├── InBandError                  a chunk carried an ``error`` field (fed by hand, replays)
     │   ├── MalformedChunk (also ValueError)         a chunk that is not an object (kept inside the core)
     │   ├── HistoryError                 ensure_valid_history(): the next request would be rejected
+    │   │   └── RequestError             run()/arun(): the request it was about to send is invalid
     │   ├── CallNotReadyError            tool_message() for a call that must not have run
     │   ├── UnusableMessageError (also ValueError)   assistant_message(): no assistant message there
     │   │   └── ChoiceNotFoundError      assistant_message(choice=n): the completion has no choice n
@@ -65,6 +66,7 @@ __all__ = [
     "RecordedError",
     "RecordingFormatError",
     "RecordingWarning",
+    "RequestError",
     "SchemaViolation",
     "ToolCallError",
     "ToolstitchError",
@@ -215,6 +217,18 @@ class HistoryError(ToolstitchError):
         errors = sum(p.severity == "error" for p in self.problems)
         lines = "\n".join(f"  {p}" for p in self.problems)
         super().__init__(f"invalid history: {errors} error(s)\n{lines}")
+
+
+class RequestError(HistoryError):
+    """``run``/``arun`` would send a request that ``validate_request`` rejects (an invalid tool
+    schema, a tool without ``"type": "function"``, duplicate tool names, a ``tool_choice`` naming no
+    tool, a broken history): raised before anything is sent. ``problems`` lists every problem."""
+
+    def __init__(self, problems: Sequence[HistoryProblem]) -> None:
+        super().__init__(problems)
+        errors = sum(p.severity == "error" for p in self.problems)
+        lines = "\n".join(f"  {p}" for p in self.problems)
+        self.args = (f"invalid request: {errors} error(s)\n{lines}",)
 
 
 class CallNotReadyError(ToolstitchError):

@@ -33,12 +33,13 @@ again.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import random
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, ParamSpec, TypedDict
 
 import openai
 import tenacity
@@ -46,11 +47,12 @@ from openai import AsyncOpenAI, OpenAI
 from openai.types.chat import ChatCompletion
 
 from ..client._wrap import WrappedClient, wrap
+from ..core import sealed_call
 from ..core._accumulator import Accumulator
 from ..core._anomaly import Anomaly
 from ..core._call import ToolCall, now, parse_arguments
-from ..errors import IncompleteStreamError
-from ..history import assistant_message
+from ..errors import IncompleteStreamError, RequestError
+from ..history import assistant_message, validate_request
 from ..history._dialects import Dialect, get_dialect
 from ..tools import Toolbox
 from ..tools._claim import ClaimLedger
@@ -75,6 +77,7 @@ __all__ = [
 ]
 
 logger = logging.getLogger("toolstitch")
+P = ParamSpec("P")
 
 StopReason = Literal["done", "max_steps", "max_corrections"]
 # Refusals that the model can fix by sending a better call: they count as corrective rounds.
@@ -279,24 +282,55 @@ class _Wait(tenacity.wait.wait_base):
         return wait
 
 
+@dataclass(frozen=True, slots=True)
+class _RunOptions:
+    """The keyword arguments of :func:`run` and :func:`arun`, written once: ``run`` spells them out
+    (its signature is the documented one), ``arun`` takes the same through :func:`_twin_of`."""
+
+    model: str
+    messages: Sequence[Any]
+    toolbox: Toolbox
+    max_steps: int
+    ledger: ClaimLedger | None
+    retry: RetryPolicy | None
+    max_corrections: int
+    eager: bool
+    on_event: EventHook | None
+    raise_tool_errors: bool
+    dialect: str | Dialect
+    create_kwargs: dict[str, Any]
+
+    @classmethod
+    def of(cls, arguments: Mapping[str, Any]) -> _RunOptions:
+        """From ``run``'s bound arguments (``locals()`` at its top, or a signature binding)."""
+        fields = {k: v for k, v in arguments.items() if k in cls.__dataclass_fields__}
+        defaults = {k: p.default for k, p in _RUN_SIGNATURE.parameters.items() if p.default is not p.empty}
+        merged = {**{k: v for k, v in defaults.items() if k in cls.__dataclass_fields__}, **fields}
+        merged["create_kwargs"] = dict(arguments.get("create_kwargs") or {})
+        return cls(**merged)
+
+
+_Twin = Callable[..., Coroutine[Any, Any, "RunResult"]]
+
+
+def _twin_of(sync: Callable[P, RunResult]) -> Callable[[_Twin], Callable[P, Coroutine[Any, Any, RunResult]]]:
+    """Give an async twin the signature of its sync original (for type checkers, ``help()`` and
+    ``inspect``), so that the 13 keyword arguments and their documentation live in one place."""
+
+    def adopt(fn: _Twin) -> Callable[P, Coroutine[Any, Any, RunResult]]:
+        fn.__signature__ = inspect.signature(sync)  # type: ignore[attr-defined]
+        return fn
+
+    return adopt
+
+
 class _Loop:
     """State shared by both twins: history, ledger keys, steps, corrections, events."""
 
-    def __init__(
-        self,
-        *,
-        messages: Sequence[Any],
-        toolbox: Toolbox,
-        max_steps: int,
-        ledger: ClaimLedger | None,
-        retry: RetryPolicy | None,
-        max_corrections: int,
-        eager: bool,
-        on_event: EventHook | None,
-        raise_tool_errors: bool,
-        dialect: str | Dialect,
-        create_kwargs: dict[str, Any],
-    ) -> None:
+    def __init__(self, options: _RunOptions) -> None:
+        messages, toolbox, max_steps = options.messages, options.toolbox, options.max_steps
+        max_corrections, ledger, retry = options.max_corrections, options.ledger, options.retry
+        eager, create_kwargs = options.eager, options.create_kwargs
         if max_steps < 1:
             raise ValueError("max_steps must be at least 1")
         if max_corrections < 0:
@@ -304,6 +338,11 @@ class _Loop:
         for key in ("stream", "tools", "messages", "model"):
             if key in create_kwargs:
                 raise TypeError(f"run() sets {key!r} itself; do not pass it")
+        if not isinstance(messages, list | tuple):
+            try:
+                messages = list(messages)
+            except TypeError:  # None, a number...: say so as validate_request does
+                raise RequestError(validate_request(messages=messages)) from None
         self.history: list[Any] = list(messages)
         self.box = toolbox
         self.max_steps = max_steps
@@ -311,9 +350,9 @@ class _Loop:
         self.policy = retry if retry is not None else RetryPolicy()
         self.max_corrections = max_corrections
         self.eager = eager and any(t.eager for t in toolbox)
-        self.on_event = on_event
-        self.raise_tool_errors = raise_tool_errors
-        self.dialect = dialect
+        self.on_event = options.on_event
+        self.raise_tool_errors = options.raise_tool_errors
+        self.dialect = options.dialect
         self.create_kwargs = create_kwargs
         self.definitions = toolbox.definitions()
         self.steps: list[Step] = []
@@ -338,10 +377,15 @@ class _Loop:
         return on_start, on_result
 
     def request_kwargs(self) -> dict[str, Any]:
+        """The next request's keyword arguments, checked: :class:`~toolstitch.errors.RequestError`
+        (before anything is sent) when ``validate_request`` finds an error in them."""
         kwargs = dict(self.create_kwargs)
         kwargs["messages"] = list(self.history)
         if self.definitions:  # tools: [] is rejected (H16): omit the key instead
             kwargs["tools"] = self.definitions
+        problems = validate_request(kwargs, dialect=self.dialect)
+        if any(p.severity == "error" for p in problems):
+            raise RequestError(problems)
         kwargs["stream"] = True
         return kwargs
 
@@ -381,7 +425,7 @@ class _Loop:
             data = _plain(earlier)
             if isinstance(data.get("tool_call_id"), str):
                 taken.add(data["tool_call_id"])
-            for c in data.get("tool_calls") or []:
+            for c in _items(data.get("tool_calls")):
                 if isinstance(_plain(c).get("id"), str):
                     taken.add(_plain(c)["id"])
         renamed: dict[str, str] = {}
@@ -398,13 +442,23 @@ class _Loop:
             if isinstance(c.get("id"), str):
                 taken.add(c["id"])
         self.renamed = renamed
-        ids = [d.normalize_id(c.id or "") for c in calls]
-        return [renamed.get(i, i) for i in ids]
+        ids = [renamed.get(i, i) for i in (d.normalize_id(c.id or "") for c in calls)]
+        carried = [c.get("id") for c in _items(message.get("tool_calls"))]
+        if len(carried) == len(ids):
+            # A call that came without an id has the one assistant_message gave it: key it by that,
+            # so that two id-less calls of different turns are not taken for one.
+            ids = [i or (h if isinstance(h, str) else "") for i, h in zip(ids, carried, strict=True)]
+        return ids
 
-    def append_results(self, results: Sequence[ToolResult]) -> None:
-        for r in results:
-            message = r.to_message(self.dialect)
-            message["tool_call_id"] = self.renamed.get(message["tool_call_id"], message["tool_call_id"])
+    def append_results(self, results: Sequence[ToolResult], keys: Sequence[str]) -> None:
+        """The tool messages of ``results`` join the history, answering the ids it carries
+        (``keys``, one per result)."""
+        for r, key in zip(results, keys, strict=True):
+            try:
+                message = r.to_message(self.dialect)
+                message["tool_call_id"] = self.renamed.get(message["tool_call_id"], message["tool_call_id"])
+            except Exception:  # a call the builders cannot answer (hostile id): answer the history's id
+                message = {"role": "tool", "tool_call_id": key, "content": r.content}
             self.history.append(message)
 
     def count_corrections(self, results: Sequence[ToolResult]) -> bool:
@@ -427,27 +481,24 @@ class _Loop:
             break
         if last is None:
             return None
-        answered = {_plain(m).get("tool_call_id") for m in self.history[last + 1 :]}
-        raw = [_plain(c) for c in _plain(self.history[last]).get("tool_calls") or []]
-        todo = [c for c in raw if c.get("id") not in answered]
+        replies = (_plain(m).get("tool_call_id") for m in self.history[last + 1 :])
+        answered = {a for a in replies if isinstance(a, str)}
+        raw = [_plain(c) for c in _items(_plain(self.history[last]).get("tool_calls"))]
+        # A call without an id cannot be answered, so it is not run (validate_request then says why).
+        todo = [c for c in raw if isinstance(c.get("id"), str) and c["id"] and c["id"] not in answered]
         if not todo:
             return None
-        acc = Accumulator(self.definitions or None)
-        fragments = []
-        for i, c in enumerate(todo):
-            function = _plain(c.get("function") or {})
-            fragments.append(
-                {
-                    "index": i,
-                    "id": c.get("id"),
-                    "type": "function",
-                    "function": {"name": function.get("name"), "arguments": function.get("arguments") or ""},
-                }
+        return [
+            sealed_call(
+                index=i,
+                id=c["id"],
+                name=function.get("name") if isinstance(function.get("name"), str) else None,
+                arguments=function.get("arguments"),
+                tools=self.definitions or None,
             )
-        delta = {"role": "assistant", "tool_calls": fragments}
-        acc.feed({"choices": [{"index": 0, "delta": delta, "finish_reason": "tool_calls"}]})
-        acc.end()
-        return acc.tool_calls
+            for i, c in enumerate(todo)
+            for function in (_plain(c.get("function")),)
+        ]
 
     def finish_step(
         self,
@@ -497,7 +548,7 @@ class _Loop:
 
     def resumed(self, calls: list[ToolCall], results: list[ToolResult], t0: float) -> None:
         """Close the resumed step 0 (begun at ``t0``): its tool messages join the history."""
-        self.append_results(results)
+        self.append_results(results, [c.id or "" for c in calls])
         elapsed = now() - t0
         self.finish_step(0, None, calls, results, StepTimings(execution=elapsed, total=elapsed), [])
 
@@ -632,7 +683,7 @@ class _Turn:
         """Close the step with the results of its calls; ``"max_corrections"`` when a tool is out of
         corrective rounds."""
         loop, timings = self.loop, self.timings
-        loop.append_results(results)
+        loop.append_results(results, self.keys)
         timings.execution = now() - self.t_end
         timings.add_calls(self.calls, results, self.t_request)
         timings.total = now() - self.t_step
@@ -642,14 +693,23 @@ class _Turn:
 
 
 def _plain(value: Any) -> dict[str, Any]:
-    if isinstance(value, Mapping):
-        return dict(value)
-    dump = getattr(value, "model_dump", None)
-    if callable(dump):
-        out = dump()
-        if isinstance(out, dict):
-            return out
+    """A message or call as a dict; anything that is not one (hostile history entries) is ``{}``."""
+    try:
+        if isinstance(value, Mapping):
+            return dict(value)
+        dump = getattr(value, "model_dump", None)
+        if callable(dump):
+            out = dump()
+            if isinstance(out, dict):
+                return out
+    except Exception:
+        pass
     return {}
+
+
+def _items(value: Any) -> list[Any]:
+    """A list field of a history entry (``tool_calls``), or ``[]`` when it is not a list."""
+    return list(value) if isinstance(value, list | tuple) else []
 
 
 def _wrapped(client: Any, want_async: bool) -> Any:
@@ -691,28 +751,20 @@ def run(
     ``max_steps`` counts requests to the model; resuming the unanswered calls of ``messages`` (see the
     module docs) is an extra step 0 with no request.
     """
+    options = _RunOptions.of(locals())
     wrapped = _wrapped(client, want_async=False)
-    loop = _Loop(
-        messages=messages,
-        toolbox=toolbox,
-        max_steps=max_steps,
-        ledger=ledger,
-        retry=retry,
-        max_corrections=max_corrections,
-        eager=eager,
-        on_event=on_event,
-        raise_tool_errors=raise_tool_errors,
-        dialect=dialect,
-        create_kwargs=dict(create_kwargs),
-    )
+    loop = _Loop(options)
     pending = loop.pending()
     if pending is not None:
         _resume(loop, pending)
     for index in loop.step_indices():
-        stop = _step(loop, wrapped, model, index)
+        stop = _step(loop, wrapped, options.model, index)
         if stop is not None:
             return loop.result(stop)
     return loop.result("max_steps")
+
+
+_RUN_SIGNATURE = inspect.signature(run)
 
 
 def _resume(loop: _Loop, calls: list[ToolCall]) -> None:
@@ -745,43 +797,18 @@ def _step(loop: _Loop, wrapped: Any, model: str, index: int) -> StopReason | Non
 # ----------------------------------------------------------------------------- async twin
 
 
-async def arun(
-    client: Any,
-    *,
-    model: str,
-    messages: Sequence[Any],
-    toolbox: Toolbox,
-    max_steps: int = 8,
-    ledger: ClaimLedger | None = None,
-    retry: RetryPolicy | None = None,
-    max_corrections: int = 2,
-    eager: bool = False,
-    on_event: EventHook | None = None,
-    raise_tool_errors: bool = False,
-    dialect: str | Dialect = "openai",
-    **create_kwargs: Any,
-) -> RunResult:
-    """The async twin of :func:`run` (``openai.AsyncOpenAI``). Cancelling it closes the stream and
-    cancels running async tools."""
+@_twin_of(run)
+async def arun(client: Any, **options: Any) -> RunResult:
+    """The async twin of :func:`run` (``openai.AsyncOpenAI``), with the same keyword arguments.
+    Cancelling it closes the stream and cancels running async tools."""
+    opts = _RunOptions.of(_RUN_SIGNATURE.bind(client, **options).arguments)
     wrapped = _wrapped(client, want_async=True)
-    loop = _Loop(
-        messages=messages,
-        toolbox=toolbox,
-        max_steps=max_steps,
-        ledger=ledger,
-        retry=retry,
-        max_corrections=max_corrections,
-        eager=eager,
-        on_event=on_event,
-        raise_tool_errors=raise_tool_errors,
-        dialect=dialect,
-        create_kwargs=dict(create_kwargs),
-    )
+    loop = _Loop(opts)
     pending = loop.pending()
     if pending is not None:
         await _aresume(loop, pending)
     for index in loop.step_indices():
-        stop = await _astep(loop, wrapped, model, index)
+        stop = await _astep(loop, wrapped, opts.model, index)
         if stop is not None:
             return loop.result(stop)
     return loop.result("max_steps")

@@ -73,6 +73,7 @@ class ToolResult:
     def __post_init__(self) -> None:
         if not self.content:
             self.content = _content(self.value) if self.status == "ok" else (self.error or "Error")
+        self.content = _valid_text(self.content)
 
     @property
     def ok(self) -> bool:
@@ -102,11 +103,26 @@ class ToolResult:
         return tool_message(answered, error=self.content, dialect=dialect)
 
     def __repr__(self) -> str:
-        detail = f"value={self.value!r}" if self.ok else f"reason={self.reason!r}"
+        try:
+            detail = f"value={self.value!r}" if self.ok else f"reason={self.reason!r}"
+        except Exception:  # a hostile value's own repr
+            detail = f"value=<{type(self.value).__name__}>"
         return f"ToolResult(id={self.call.id!r}, name={self.call.name!r}, status={self.status!r}, {detail})"
 
 
+def _valid_text(text: str) -> str:
+    """``text`` as valid Unicode: a lone surrogate (a tool that returned one) becomes U+FFFD, since
+    no server can read it (the request body is UTF-8); a split pair is joined."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
 def _content(value: Any) -> str:
+    """The model-facing text of a value: a ``str`` as is, anything else as JSON. Never raises on a
+    hostile value (nested too deep, a ``__str__`` that fails): it is described instead."""
     if isinstance(value, str):
         return value
     from pydantic_core import to_json
@@ -114,4 +130,9 @@ def _content(value: Any) -> str:
     try:
         return to_json(value, fallback=str).decode()
     except Exception:
-        return str(value)
+        pass
+    try:
+        text = str(value)
+    except Exception:  # RecursionError included
+        return f"<a {type(value).__name__} value that cannot be shown>"
+    return text if isinstance(text, str) else f"<a {type(value).__name__} value>"
