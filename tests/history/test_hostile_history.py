@@ -419,3 +419,9 @@ def test_to_plain_is_an_equal_copy_of_json(value: Any) -> None:
     assert depth >= 0
     if isinstance(value, dict | list) and value:
         assert data is not value
+
+
+def test_nameless_tools_still_count_as_tools() -> None:
+    nameless = [{"type": "function", "function": {}}]
+    problems = validate_request(messages=[USER], tools=nameless, tool_choice="auto")
+    assert rules(problems) == {"H11"}

@@ -541,8 +541,7 @@ def validate_request(
         views: list[Any] = []
     else:
         views = _check(messages, checker)
-    tools = _offered_tools(checker, request)
-    has_tools = bool(tools)
+    has_tools, tools = _offered_tools(checker, request)
     for key in ("tool_choice", "parallel_tool_calls"):
         if request.get(key) is not None and not has_tools:
             what = f"{key} is set but the request has no tools"
@@ -558,15 +557,16 @@ def validate_request(
     return _sorted(checker.problems)
 
 
-def _offered_tools(checker: _Checker, request: Mapping[str, Any]) -> dict[str, str]:
-    """Check ``tools``; return the offered tools' names and kinds (``"function"``/``"custom"``)."""
+def _offered_tools(checker: _Checker, request: Mapping[str, Any]) -> tuple[bool, dict[str, str]]:
+    """Check ``tools``: whether the request offers any, and their names and kinds
+    (``"function"``/``"custom"``) where they have one."""
     raw = request.get("tools")
     if raw is None:
-        return {}
+        return False, {}
     tools = _as_list(raw)
     if tools is None:
         checker.add(None, "H92", f"tools is {_json_type(raw)}, not a list of tools", param="tools")
-        return {}
+        return False, {}
     if not tools:
         checker.add(None, "H16", "tools is an empty list; omit the key instead", param="tools")
     if len(tools) > 128:
@@ -577,9 +577,9 @@ def _offered_tools(checker: _Checker, request: Mapping[str, Any]) -> dict[str, s
         if name is None:
             continue
         if name[0] in offered:
-            checker.add(None, "H30", f"two tools are named {name[0]!r}", param=f"tools[{k}]")
+            checker.add(None, "H30", f"two tools are named {_quote(name[0])}", param=f"tools[{k}]")
         offered.setdefault(*name)
-    return offered
+    return bool(tools), offered
 
 
 def _check_tool(checker: _Checker, k: int, data: Any) -> tuple[str, str] | None:
