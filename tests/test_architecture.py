@@ -23,6 +23,7 @@ PUBLIC = [
     "IncompleteStreamError",
     "Ledger",
     "Limits",
+    "PostgresLedger",
     "RunResult",
     "SQLiteLedger",
     "StitchedStream",

@@ -36,7 +36,7 @@ from .history import (
 )
 from .loop import RunResult, arun, run
 from .recording import replay
-from .tools import Ledger, SQLiteLedger, Tool, Toolbox, ToolResult, tool
+from .tools import Ledger, PostgresLedger, SQLiteLedger, Tool, Toolbox, ToolResult, tool
 
 __all__ = [
     "Accumulator",
@@ -45,6 +45,7 @@ __all__ = [
     "IncompleteStreamError",
     "Ledger",
     "Limits",
+    "PostgresLedger",
     "RunResult",
     "SQLiteLedger",
     "StitchedStream",

@@ -14,6 +14,7 @@ The hierarchy::
     │   │   └── ChoiceNotFoundError      assistant_message(choice=n): the completion has no choice n
     │   ├── RecordedError                the error a recorded stream ended with, rebuilt by replay
     │   ├── RecordingFormatError (also ValueError)   a file that is no recording nor SSE body
+    │   ├── LedgerUnavailableError       a ledger's database could not be reached or used (nothing ran)
     │   └── ToolCallError                why a call is ``invalid``/``incomplete`` (``call.error``)
     │       ├── MalformedArguments       not valid JSON
     │       ├── ArgumentsNotAnObject     valid JSON, not an object
@@ -59,6 +60,7 @@ __all__ = [
     "IncompleteStreamError",
     "InternalFault",
     "LateFragment",
+    "LedgerUnavailableError",
     "LimitExceeded",
     "MalformedArguments",
     "MalformedChunk",
@@ -268,6 +270,14 @@ class ChoiceNotFoundError(UnusableMessageError):
 
 class RecordingFormatError(ToolstitchError, ValueError):
     """The file is neither a toolstitch recording nor an SSE body (or is damaged beyond reading)."""
+
+
+class LedgerUnavailableError(ToolstitchError):
+    """A ledger's database could not be reached or used (down, restarting, refusing the schema).
+
+    Raised by the ledger's own methods; the executor turns it into a ``ledger_unavailable`` refusal
+    for each call it could not claim, so that nothing runs without a claim (fail closed).
+    """
 
 
 class RecordedError(ToolstitchError):

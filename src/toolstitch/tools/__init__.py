@@ -8,6 +8,7 @@
 * :mod:`._executor`    running admitted calls with timeouts and cancellation.
 * :mod:`._claim`       the claim protocol: exactly one execution per call (every ledger implements it).
 * :mod:`._ledger`      the in-memory and SQLite ledgers.
+* :mod:`._postgres`    the PostgreSQL ledger, for a fleet of workers (psycopg 3, imported on use).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from ._claim import Claim, ClaimLedger, StoredResult, Verdict, fingerprint
 from ._definition import ConfirmCallback, Tool, tool
 from ._executor import CallTimings, ToolResult
 from ._ledger import Ledger, LedgerEntry, SQLiteLedger
+from ._postgres import PostgresLedger
 from ._toolbox import Toolbox
 
 __all__ = [
@@ -25,6 +27,7 @@ __all__ = [
     "ConfirmCallback",
     "Ledger",
     "LedgerEntry",
+    "PostgresLedger",
     "SQLiteLedger",
     "StoredResult",
     "Tool",
