@@ -169,6 +169,7 @@ class Accumulator:
             parallel_tool_calls=parallel_tool_calls,
         )
         self._recovery = TextToolCallRecovery(tool_list) if recover_text_tool_calls else None
+        self._empty_arguments: Literal["invalid", "object"] = empty_arguments  # for check_options
         self._choices: dict[int, _Choice] = {}
         self.anomalies: list[Anomaly] = []
         """Every anomaly of the stream, once per (code, choice, call)."""
@@ -225,7 +226,7 @@ class Accumulator:
         ``recover_text_tool_calls``): what a recording stores so that a replay checks the same way."""
         return {
             "limits": asdict(self.limits),
-            "empty_arguments": "object" if self._empty_as_object else "invalid",
+            "empty_arguments": self._empty_arguments,
             "recover_text_tool_calls": self._recovery is not None,
         }
 
