@@ -664,7 +664,7 @@ class Accumulator:
         if state.table.calls or not state.content:
             return
         assert self._recovery is not None
-        rest, frags = self._recovery.fragments("".join(state.content), 0)
+        rest, frags = self._recovery.fragments("".join(state.content), 0, self.limits.max_depth)
         if frags:
             state.content = [rest] if rest else []
             for frag in frags:

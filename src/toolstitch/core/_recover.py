@@ -34,7 +34,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ._anomaly import Anomaly, AnomalyCode
-from ._read import ToolFragment
+from ._read import ToolFragment, json_text
 from ._schema import _as_mapping
 
 __all__ = ["TextToolCallRecovery"]
@@ -81,7 +81,7 @@ def _json_call(value: Any) -> _Call | None:
     if isinstance(args, str):
         try:
             args = json.loads(args)
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
     return (name, args) if isinstance(args, dict) else None
 
@@ -89,7 +89,7 @@ def _json_call(value: Any) -> _Call | None:
 def _json_calls(text: str) -> list[_Call] | None:
     try:
         value = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     items = value if isinstance(value, list) else [value]
     calls = [_json_call(v) for v in items]
@@ -120,7 +120,7 @@ class TextToolCallRecovery:
                 try:
                     out[key] = json.loads(value)
                     continue
-                except ValueError:
+                except (ValueError, RecursionError):
                     pass
             out[key] = value
         return out
@@ -155,8 +155,12 @@ class TextToolCallRecovery:
         found: list[tuple[_Call, str]] = []
         kept: list[str] = []
         last = 0
+        think = 0  # blocks and thinking spans both come in text order: one walk, linear
         for m in _BLOCK.finditer(text):
-            if any(a <= m.start() < b for a, b in thinking):
+            start = m.start()
+            while think < len(thinking) and thinking[think][1] <= start:
+                think += 1
+            if think < len(thinking) and thinking[think][0] <= start:
                 continue
             body = m.group("tc")
             if body is None:
@@ -190,7 +194,7 @@ class TextToolCallRecovery:
                 return "", [(c, stripped) for c in calls]
         return text, []
 
-    def fragments(self, text: str, first_index: int) -> tuple[str, list[ToolFragment]]:
+    def fragments(self, text: str, first_index: int, max_depth: int = 64) -> tuple[str, list[ToolFragment]]:
         """The remaining text and one complete :class:`ToolFragment` per recovered call."""
         rest, found = self.find(text)
         frags: list[ToolFragment] = []
@@ -199,7 +203,7 @@ class TextToolCallRecovery:
             frag.index = first_index + offset
             frag.name = name
             frag.type = "function"
-            frag.arguments = json.dumps(args, ensure_ascii=False)
+            frag.arguments, frag.error = json_text(args, max_depth)
             frag.raw = block
             frag.anomalies = [
                 Anomaly(

@@ -19,6 +19,7 @@ a call from history is held to exactly the rules of a streamed one.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any, Literal
 
 from ..errors import ContractViolation, InternalFault, MalformedArguments
@@ -160,7 +161,9 @@ def sealed_call(
     call ``invalid`` with :class:`~toolstitch.errors.InternalFault`.
     """
     limits = limits or Limits()
-    call = ToolCall(choice, index, index if type(index) is int and index >= 0 else 0, limits)
+    if type(index) is not int or index < 0:
+        index = 0
+    call = ToolCall(choice, index, index, limits)
     call._type = "function"
     t = now()
     call._metrics.opened_at = t
@@ -179,7 +182,9 @@ def sealed_call(
         call._metrics.fragments = 1
         call._append(arguments, t)
         if call._status == "open":
-            checks.seal(call, t, True, call._anomalies)
+            notes: list[Anomaly] = []
+            checks.seal(call, t, True, notes)
+            call._anomalies.extend(replace(n, choice=choice, call_index=index) for n in notes)
     except Exception as exc:  # fail closed: never ready on a path that failed
         call._invalidate(InternalFault(f"the call could not be checked: {type(exc).__name__}: {exc}"))
     return call
