@@ -2,34 +2,7 @@
 
 from __future__ import annotations
 
-from ._run import (
-    CallDispatched,
-    CallFinished,
-    RequestRetried,
-    ResponseReceived,
-    RetryPolicy,
-    RunEvent,
-    RunResult,
-    Step,
-    StepFinished,
-    StepStarted,
-    StepTimings,
-    arun,
-    run,
-)
+from . import _run
+from ._run import *  # noqa: F403 - the public names of the loop, listed once in _run.__all__
 
-__all__ = [
-    "CallDispatched",
-    "CallFinished",
-    "RequestRetried",
-    "ResponseReceived",
-    "RetryPolicy",
-    "RunEvent",
-    "RunResult",
-    "Step",
-    "StepFinished",
-    "StepStarted",
-    "StepTimings",
-    "arun",
-    "run",
-]
+__all__ = list(_run.__all__)

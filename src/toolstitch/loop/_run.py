@@ -33,13 +33,12 @@ again.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 import random
 from collections import Counter
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, ParamSpec, TypedDict
+from typing import Any, Literal, TypedDict
 
 import openai
 import tenacity
@@ -59,6 +58,7 @@ from ..tools._claim import ClaimLedger
 from ..tools._executor import Started, ToolResult, aexecute, astart_early, execute, start_early
 from ..tools._gate import Admission, check_arguments
 from ..tools._ledger import Ledger
+from ..tools._twins import async_twin_of, bound
 
 __all__ = [
     "CallDispatched",
@@ -77,7 +77,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger("toolstitch")
-P = ParamSpec("P")
 
 StopReason = Literal["done", "max_steps", "max_corrections"]
 # Refusals that the model can fix by sending a better call: they count as corrective rounds.
@@ -285,7 +284,7 @@ class _Wait(tenacity.wait.wait_base):
 @dataclass(frozen=True, slots=True)
 class _RunOptions:
     """The keyword arguments of :func:`run` and :func:`arun`, written once: ``run`` spells them out
-    (its signature is the documented one), ``arun`` takes the same through :func:`_twin_of`."""
+    (its signature is the documented one), ``arun`` takes the same through ``async_twin_of``."""
 
     model: str
     messages: Sequence[Any]
@@ -302,26 +301,9 @@ class _RunOptions:
 
     @classmethod
     def of(cls, arguments: Mapping[str, Any]) -> _RunOptions:
-        """From ``run``'s bound arguments (``locals()`` at its top, or a signature binding)."""
+        """From ``run``'s arguments (``locals()`` at its top, or ``bound(run, ...)``)."""
         fields = {k: v for k, v in arguments.items() if k in cls.__dataclass_fields__}
-        defaults = {k: p.default for k, p in _RUN_SIGNATURE.parameters.items() if p.default is not p.empty}
-        merged = {**{k: v for k, v in defaults.items() if k in cls.__dataclass_fields__}, **fields}
-        merged["create_kwargs"] = dict(arguments.get("create_kwargs") or {})
-        return cls(**merged)
-
-
-_Twin = Callable[..., Coroutine[Any, Any, "RunResult"]]
-
-
-def _twin_of(sync: Callable[P, RunResult]) -> Callable[[_Twin], Callable[P, Coroutine[Any, Any, RunResult]]]:
-    """Give an async twin the signature of its sync original (for type checkers, ``help()`` and
-    ``inspect``), so that the 13 keyword arguments and their documentation live in one place."""
-
-    def adopt(fn: _Twin) -> Callable[P, Coroutine[Any, Any, RunResult]]:
-        fn.__signature__ = inspect.signature(sync)  # type: ignore[attr-defined]
-        return fn
-
-    return adopt
+        return cls(**{**fields, "create_kwargs": dict(arguments.get("create_kwargs") or {})})
 
 
 class _Loop:
@@ -764,9 +746,6 @@ def run(
     return loop.result("max_steps")
 
 
-_RUN_SIGNATURE = inspect.signature(run)
-
-
 def _resume(loop: _Loop, calls: list[ToolCall]) -> None:
     t0 = now()
     results = execute(loop.box, calls, **loop.resume_kwargs(calls))
@@ -774,6 +753,8 @@ def _resume(loop: _Loop, calls: list[ToolCall]) -> None:
 
 
 def _step(loop: _Loop, wrapped: Any, model: str, index: int) -> StopReason | None:
+    # Kept twice on purpose, here and in _astep: only the I/O differs (for/async for, with/async
+    # with, await); every decision is in _Turn, once.
     turn = loop.begin_step(index)
     for attempt in tenacity.Retrying(**turn.retrying_kwargs()):
         with attempt:
@@ -797,11 +778,11 @@ def _step(loop: _Loop, wrapped: Any, model: str, index: int) -> StopReason | Non
 # ----------------------------------------------------------------------------- async twin
 
 
-@_twin_of(run)
+@async_twin_of(run)
 async def arun(client: Any, **options: Any) -> RunResult:
     """The async twin of :func:`run` (``openai.AsyncOpenAI``), with the same keyword arguments.
     Cancelling it closes the stream and cancels running async tools."""
-    opts = _RunOptions.of(_RUN_SIGNATURE.bind(client, **options).arguments)
+    opts = _RunOptions.of(bound(run, client, **options))
     wrapped = _wrapped(client, want_async=True)
     loop = _Loop(opts)
     pending = loop.pending()

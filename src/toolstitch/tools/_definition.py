@@ -23,7 +23,8 @@ import inspect
 import re
 import typing
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, overload
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypedDict, overload
 
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
@@ -33,9 +34,9 @@ from ._runtime import is_async_callable
 from ._strict import clean_schema, is_strict_schema, strict_schema
 
 if TYPE_CHECKING:
-    pass
+    from typing_extensions import Unpack
 
-__all__ = ["ConfirmCallback", "Tool", "tool"]
+__all__ = ["ConfirmCallback", "Tool", "ToolOptions", "tool"]
 
 ConfirmCallback: TypeAlias = Callable[[ToolCall, "Tool"], "bool | Awaitable[bool]"]
 """Asked before a ``confirm=True`` tool runs: ``(call, tool) -> bool`` (or an awaitable of bool)."""
@@ -298,6 +299,50 @@ def _function_name(fn: Any) -> str:
     return name
 
 
+class ToolOptions(TypedDict, total=False):
+    """The options every way of making a tool takes (``tool``, ``Tool.from_function``,
+    ``Tool.from_schema``), written once. See :class:`Tool` for what each one means."""
+
+    name: str | None
+    description: str | None
+    read_only: bool
+    timeout: float | None
+    confirm: bool
+    eager: bool | None
+    strict: bool | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Options:
+    """:class:`ToolOptions` with their defaults, checked once."""
+
+    name: str | None = None
+    description: str | None = None
+    read_only: bool = False
+    timeout: float | None = None
+    confirm: bool = False
+    eager: bool | None = None
+    strict: bool | None = None
+
+    @classmethod
+    def of(cls, options: ToolOptions) -> _Options:
+        unknown = set(options) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise TypeError(f"unknown tool option(s): {', '.join(sorted(unknown))}")
+        made = cls(**options)
+        if made.timeout is not None and not made.timeout > 0:
+            raise ValueError("timeout must be a positive number of seconds (or None)")
+        if made.eager and (not made.read_only or made.confirm):
+            raise ValueError(
+                "eager dispatch runs a call before its stream is sealed; only read_only tools that need "
+                "no confirmation may do that"
+            )
+        return made
+
+    def description_or(self, summary: str) -> str:
+        return self.description if self.description is not None else summary
+
+
 class Tool:
     """A function the model may call, with its schema, its checks and how it runs.
 
@@ -320,25 +365,15 @@ class Tool:
         parameters: dict[str, Any],
         binder: _Binder,
         strict: bool,
-        read_only: bool = False,
-        timeout: float | None = None,
-        confirm: bool = False,
-        eager: bool | None = None,
         call_param: str | None = None,
+        options: _Options | None = None,
     ) -> None:
         if not _NAME.match(name):
             raise ValueError(
                 f"tool name {name!r} must match ^[a-zA-Z0-9_-]{{1,64}}$ (OpenAI rejects other names)"
             )
-        if timeout is not None and not timeout > 0:
-            raise ValueError("timeout must be a positive number of seconds (or None)")
-        if eager is None:
-            eager = read_only and not confirm
-        elif eager and (not read_only or confirm):
-            raise ValueError(
-                "eager dispatch runs a call before its stream is sealed; only read_only tools that need "
-                "no confirmation may do that"
-            )
+        opts = options if options is not None else _Options()
+        read_only, confirm = opts.read_only, opts.confirm
         self.fn = fn
         self.name = name
         self.description = description
@@ -346,9 +381,9 @@ class Tool:
         self.binder = binder
         self.strict = strict
         self.read_only = read_only
-        self.timeout = timeout
+        self.timeout = opts.timeout
         self.confirm = confirm
-        self.eager = eager
+        self.eager = opts.eager if opts.eager is not None else (read_only and not confirm)
         self.call_param = call_param
         """A parameter annotated ``ToolCall``: it receives the call (its id makes an idempotency key)."""
         self.is_async = is_async_callable(fn)
@@ -380,19 +415,10 @@ class Tool:
     # -- constructors ------------------------------------------------------------------------
 
     @classmethod
-    def from_function(
-        cls,
-        fn: Callable[..., Any],
-        *,
-        name: str | None = None,
-        description: str | None = None,
-        read_only: bool = False,
-        timeout: float | None = None,
-        confirm: bool = False,
-        eager: bool | None = None,
-        strict: bool | None = None,
-    ) -> Tool:
+    def from_function(cls, fn: Callable[..., Any], **options: Unpack[ToolOptions]) -> Tool:
         """A tool whose schema comes from ``fn``'s type hints and docstring (see :func:`tool`)."""
+        opts = _Options.of(options)
+        strict = opts.strict
         if isinstance(fn, Tool):
             fn = fn.fn
         summary, param_docs = parse_docstring(inspect.getdoc(fn))
@@ -423,7 +449,7 @@ class Tool:
                 call_param = p.name
                 continue
             params.append((p.name, annotation, p.default))
-        tool_name = name or _function_name(fn)
+        tool_name = opts.name or _function_name(fn)
         if (
             len(params) == 1
             and params[0][2] is inspect.Parameter.empty
@@ -477,30 +503,17 @@ class Tool:
         return cls(
             fn,
             name=tool_name,
-            description=description if description is not None else summary,
+            description=opts.description_or(summary),
             parameters=published,
             binder=binder,
             strict=use_strict,
-            read_only=read_only,
-            timeout=timeout,
-            confirm=confirm,
-            eager=eager,
             call_param=call_param,
+            options=opts,
         )
 
     @classmethod
     def from_schema(
-        cls,
-        fn: Callable[..., Any],
-        *,
-        parameters: Mapping[str, Any],
-        name: str | None = None,
-        description: str | None = None,
-        read_only: bool = False,
-        timeout: float | None = None,
-        confirm: bool = False,
-        eager: bool | None = None,
-        strict: bool | None = None,
+        cls, fn: Callable[..., Any], *, parameters: Mapping[str, Any], **options: Unpack[ToolOptions]
     ) -> Tool:
         """A tool described by a raw JSON schema; arguments are checked with ``jsonschema``.
 
@@ -508,6 +521,8 @@ class Tool:
         with strict mode. The function receives the arguments as keyword arguments; ``jsonschema``
         raises ``SchemaError`` here if the schema itself is broken.
         """
+        opts = _Options.of(options)
+        strict = opts.strict
         schema = dict(parameters)
         if schema.get("type") != "object":
             raise ValueError("tool parameters must be a JSON schema of type 'object'")
@@ -521,15 +536,12 @@ class Tool:
         summary, _ = parse_docstring(inspect.getdoc(fn))
         return cls(
             fn,
-            name=name or _function_name(fn),
-            description=description if description is not None else summary,
+            name=opts.name or _function_name(fn),
+            description=opts.description_or(summary),
             parameters=schema,
             binder=_SchemaBinder(schema),
             strict=strict,
-            read_only=read_only,
-            timeout=timeout,
-            confirm=confirm,
-            eager=eager,
+            options=opts,
         )
 
 
@@ -537,6 +549,8 @@ class Tool:
 def tool(fn: Callable[..., Any], /) -> Tool: ...
 
 
+# The overload and the implementation below repeat the options on purpose: a type checker needs
+# the overload, and help() shows the implementation; from there on they travel as one ToolOptions.
 @overload
 def tool(
     fn: None = None,
@@ -574,16 +588,19 @@ def tool(
     asked to (``run(..., eager=True)``). Sync and ``async def`` functions both work.
     """
 
+    # The public signature above spells the options out (for help() and type checkers); from here
+    # on they travel as one ToolOptions.
+    options: ToolOptions = {
+        "name": name,
+        "description": description,
+        "read_only": read_only,
+        "timeout": timeout,
+        "confirm": confirm,
+        "eager": eager,
+        "strict": strict,
+    }
+
     def make(f: Callable[..., Any]) -> Tool:
-        options: dict[str, Any] = dict(
-            name=name,
-            description=description,
-            read_only=read_only,
-            timeout=timeout,
-            confirm=confirm,
-            eager=eager,
-            strict=strict,
-        )
         if parameters is not None:
             return Tool.from_schema(f, parameters=parameters, **options)
         return Tool.from_function(f, **options)

@@ -57,6 +57,7 @@ from ._gate import (
 )
 from ._result import CallTimings, ResultStatus, ToolResult
 from ._runtime import is_async_callable
+from ._twins import async_twin_of, bound
 
 if TYPE_CHECKING:
     from ._toolbox import Toolbox
@@ -302,14 +303,7 @@ class _Batch:
         exc = future.exception()
         if exc is None:
             return ToolResult(job.call, "ok", value=future.result(), timings=timings)
-        logger.warning(
-            "tool %r raised %s (call id %s)",
-            name,
-            type(exc).__name__,
-            job.call.id,
-            exc_info=exc,
-            extra={"tool_call_id": job.call.id, "tool_name": name},
-        )
+        _warn(job, "tool %r raised %s (call id %s)", name, type(exc).__name__, job.call.id, exc=exc)
         return ToolResult(
             job.call,
             "error",
@@ -334,13 +328,8 @@ class _Batch:
                 reason="not_started",
                 timings=_run_timings(job),
             )
-        logger.warning(
-            "tool %r timed out after %s (call id %s)",
-            name,
-            f"{limit:g}s" if limit is not None else "the batch limit",
-            job.call.id,
-            extra={"tool_call_id": job.call.id, "tool_name": name},
-        )
+        after = f"{limit:g}s" if limit is not None else "the batch limit"
+        _warn(job, "tool %r timed out after %s (call id %s)", name, after, job.call.id)
         return ToolResult(
             job.call,
             "timeout",
@@ -369,6 +358,12 @@ class _Batch:
         if self.grace_until is None:
             self.grace_until = now() + _CANCEL_GRACE
         return max(0.0, self.grace_until - now())
+
+
+def _warn(job: _Job, message: str, *args: Any, exc: BaseException | None = None) -> None:
+    """Log on the ``"toolstitch"`` logger with the call id and tool name as structured fields."""
+    extra = {"tool_call_id": job.call.id, "tool_name": job.tool.name}
+    logger.warning(message, *args, exc_info=exc, extra=extra)
 
 
 def _stream_timings(call: ToolCall) -> CallTimings:
@@ -429,14 +424,8 @@ def _reused(call: ToolCall, entry: LedgerEntry, timings: CallTimings) -> ToolRes
 
 
 def _callback_failed(job: _Job, exc: BaseException) -> Refusal:
-    logger.warning(
-        "confirmation callback raised %s for %r (call id %s)",
-        type(exc).__name__,
-        job.tool.name,
-        job.call.id,
-        exc_info=exc,
-        extra={"tool_call_id": job.call.id, "tool_name": job.tool.name},
-    )
+    what = "confirmation callback raised %s for %r (call id %s)"
+    _warn(job, what, type(exc).__name__, job.tool.name, job.call.id, exc=exc)
     return not_approved(job.call, "the approval step failed")
 
 
@@ -630,30 +619,6 @@ async def _cancel_all(batch: _Batch, tasks: Any) -> None:
         await asyncio.wait(tasks, timeout=batch.grace_left())
 
 
-# ----------------------------------------------------------------------------- async twin
-
-
-async def aexecute(
-    box: Toolbox,
-    calls: Sequence[ToolCall],
-    *,
-    ledger: ClaimLedger | None = None,
-    timeout: float | None = None,
-    raise_tool_errors: bool = False,
-    keys: Sequence[str] | None = None,
-    started: Mapping[int, Started] | None = None,
-    on_start: Callable[[ToolCall, bool], None] | None = None,
-    on_result: Callable[[ToolResult], None] | None = None,
-) -> list[ToolResult]:
-    """Gate and run ``calls`` on the running event loop; one result per call, in declared order.
-    Cancelling it cancels every running async tool."""
-    batch = _Batch(box, calls, ledger, keys, on_start, on_result)
-    jobs = batch.prepare(started)
-    if jobs:
-        await _drive(batch, jobs, timeout if timeout is not None else box.total_timeout)
-    return batch.done(raise_tool_errors)
-
-
 # ----------------------------------------------------------------------------- sync twin
 
 _DONE = object()
@@ -710,3 +675,19 @@ def execute(
         raise
     core.result()
     return batch.done(raise_tool_errors)
+
+
+# ----------------------------------------------------------------------------- async twin
+
+
+@async_twin_of(execute)
+async def aexecute(box: Toolbox, calls: Sequence[ToolCall], **options: Any) -> list[ToolResult]:
+    """Gate and run ``calls`` on the running event loop, with the arguments of :func:`execute`;
+    one result per call, in declared order. Cancelling it cancels every running async tool."""
+    args = bound(execute, box, calls, **options)
+    batch = _Batch(box, calls, args["ledger"], args["keys"], args["on_start"], args["on_result"])
+    jobs = batch.prepare(args["started"])
+    total = args["timeout"] if args["timeout"] is not None else box.total_timeout
+    if jobs:
+        await _drive(batch, jobs, total)
+    return batch.done(args["raise_tool_errors"])

@@ -110,10 +110,12 @@ def _strip_titles(node: Any) -> None:
 
 def strict_schema(schema: Mapping[str, Any]) -> dict[str, Any] | None:
     """The strict-mode form of ``schema`` (a new dict), or None when strict mode cannot express it."""
-    root = clean_schema(schema)
     try:
+        root = clean_schema(schema)
         out = _fix(root, root, 0)
-    except _NotStrict:
+    except (_NotStrict, TypeError, ValueError, AttributeError, RecursionError):
+        # _NotStrict: a feature strict mode lacks; the others: a value of the wrong type somewhere
+        # (a hand-written schema), which strict mode cannot express either.
         return None
     if out.get("type") != "object":
         return None
@@ -188,6 +190,15 @@ def _fix(value: Any, root: dict[str, Any], depth: int) -> dict[str, Any]:
             raise _NotStrict(f"keyword {key!r}")
     if "format" in node and node["format"] not in _STRICT_FORMATS:
         del node["format"]
+    kind = node.get("type")
+    if "type" in node and not (
+        isinstance(kind, str) or (isinstance(kind, list) and all(isinstance(k, str) for k in kind))
+    ):
+        raise _NotStrict("type must be a name or a list of names")
+    if "$ref" in node:
+        if not isinstance(ref, str):
+            raise _NotStrict("$ref must be a string")
+        _resolve(root, ref)  # external or dangling references: strict mode cannot follow them
     defs = node.get("$defs")
     if isinstance(defs, dict):
         node["$defs"] = {name: _fix(sub, root, depth + 1) for name, sub in defs.items()}
@@ -234,9 +245,17 @@ def _fix_object(node: dict[str, Any], root: dict[str, Any], depth: int) -> None:
 def is_strict_schema(schema: Any, _root: Any = None, _depth: int = 0) -> bool:
     """True when ``schema`` is already acceptable to strict mode as it stands (raw schemas are sent
     unchanged, so they are only marked strict when they already comply)."""
+    if _root is None:
+        try:
+            return _is_strict(schema, schema, 0)
+        except (TypeError, ValueError, AttributeError, RecursionError):  # wrong types: not strict
+            return False
+    return _is_strict(schema, _root, _depth)
+
+
+def _is_strict(schema: Any, root: Any, _depth: int) -> bool:
     if not isinstance(schema, dict) or _depth > _MAX_DEPTH:
         return False
-    root = schema if _root is None else _root
     if any(key not in _STRICT_KEYWORDS for key in schema):
         return False
     if "$ref" in schema and len(schema) > 1:
@@ -258,6 +277,6 @@ def is_strict_schema(schema: Any, _root: Any = None, _depth: int = 0) -> bool:
         subs.append(schema["items"])
     if isinstance(schema.get("anyOf"), list):
         subs.extend(schema["anyOf"])
-    if _root is None and schema.get("type") != "object":
+    if schema is root and schema.get("type") != "object":
         return False
-    return all(is_strict_schema(sub, root, _depth + 1) for sub in subs)
+    return all(_is_strict(sub, root, _depth + 1) for sub in subs)

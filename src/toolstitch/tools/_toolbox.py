@@ -14,6 +14,7 @@ from ..core._call import ToolCall
 from ._definition import ConfirmCallback, Tool, tool
 from ._executor import ToolResult, aexecute, execute
 from ._runtime import Runtime
+from ._twins import async_twin_of
 
 if TYPE_CHECKING:
     from ._claim import ClaimLedger
@@ -121,19 +122,11 @@ class Toolbox:
         """
         return execute(self, calls, ledger=ledger, timeout=timeout, raise_tool_errors=raise_tool_errors)
 
-    async def aexecute(
-        self,
-        calls: Sequence[ToolCall],
-        *,
-        ledger: ClaimLedger | None = None,
-        timeout: float | None = None,
-        raise_tool_errors: bool = False,
-    ) -> list[ToolResult]:
+    @async_twin_of(execute)
+    async def aexecute(self, calls: Sequence[ToolCall], **options: Any) -> list[ToolResult]:
         """The async twin of :meth:`execute`: async tools run as tasks of the running loop, sync
         tools in the thread pool. Cancelling it cancels the running async tools."""
-        return await aexecute(
-            self, calls, ledger=ledger, timeout=timeout, raise_tool_errors=raise_tool_errors
-        )
+        return await aexecute(self, calls, **options)
 
     def close(self) -> None:
         """Release the thread pool and the loop thread. Running sync tools are not waited for."""
