@@ -1,4 +1,11 @@
-"""The ``toolstitch`` command: ``demo``, ``replay`` and ``check``. Every argparse line lives here."""
+"""The ``toolstitch`` command: ``demo``, ``replay`` and ``check``. Every argparse line lives here.
+
+* :mod:`._main`             the parser and its table of commands; fails closed (one line, exit 2).
+* :mod:`._check_command`    ``toolstitch check``.
+* :mod:`._replay_command`   ``toolstitch replay``.
+* :mod:`._demo_command`     ``toolstitch demo``'s options; :mod:`._demo` is the conversation itself.
+* :mod:`._output`           one-line errors and output any terminal encodes.
+"""
 
 from __future__ import annotations
 

@@ -98,6 +98,8 @@ def _run(args: argparse.Namespace) -> int:
 
 def add_command(subparsers: Any) -> None:
     """Register ``toolstitch check``."""
+    # The same registration shape in every command module (see _main.COMMANDS): only the words
+    # differ, and they are this command's own, so there is nothing to share.
     parser = subparsers.add_parser(
         "check",
         help="validate a saved messages list against a server's history rules",

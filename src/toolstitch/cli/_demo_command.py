@@ -26,6 +26,8 @@ def _run(args: argparse.Namespace) -> int:
 
 def add_command(subparsers: Any) -> None:
     """Register ``toolstitch demo``."""
+    # The same registration shape in every command module (see _main.COMMANDS): only the words
+    # differ, and they are this command's own, so there is nothing to share.
     parser = subparsers.add_parser(
         "demo",
         help="run a two-step streamed tool conversation and show how it was stitched",

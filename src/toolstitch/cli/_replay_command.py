@@ -65,6 +65,8 @@ def _run(args: argparse.Namespace) -> int:
 
 def add_command(subparsers: Any) -> None:
     """Register ``toolstitch replay``."""
+    # The same registration shape in every command module (see _main.COMMANDS): only the words
+    # differ, and they are this command's own, so there is nothing to share.
     parser = subparsers.add_parser(
         "replay",
         help="replay a recorded stream (JSONL recording or raw .sse body) and show its tool calls",

@@ -13,7 +13,7 @@ import math
 from typing import TYPE_CHECKING
 
 from ._report_data import report_data
-from ._report_text import call_label, position
+from ._report_text import call_label, latency_rows, position
 from ._timeline import CallTrack, Timeline
 
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ def _nice_step(span: float, ticks: int = 8) -> float:
 def _svg(timeline: Timeline) -> str:
     left, plot, lane, top = 170, 620, 26, 26
     rows: list[tuple[str, CallTrack | None]] = [("chunks", None)]
-    multi = len({t.call.choice for t in timeline.calls}) > 1
+    multi = timeline.multi_choice
     rows += [(call_label(t.call, multi), t) for t in timeline.calls]
     height = top + lane * len(rows) + 8
     span = timeline.span
@@ -160,14 +160,8 @@ def report_html(replay: Replay) -> str:
             "<table><tr><th>call</th><th>opened</th><th>first argument</th><th>complete</th>"
             "<th>sealed</th><th>fragments</th><th>bytes</th></tr>"
         )
-        multi = len({t.call.choice for t in timeline.calls}) > 1
-        for t in timeline.calls:
-            m = t.call.metrics
-            body.append(
-                f"<tr><td>{esc(call_label(t.call, multi))}</td><td>{position(t.opened, unit)}</td>"
-                f"<td>{position(t.first_argument, unit)}</td><td>{position(t.complete, unit)}</td>"
-                f"<td>{position(t.sealed, unit)}</td><td>{m.fragments}</td><td>{m.bytes}</td></tr>"
-            )
+        for row in latency_rows(timeline):
+            body.append("<tr>" + "".join(f"<td>{esc(cell)}</td>" for cell in row) + "</tr>")
         body.append("</table>")
     body.append(f"<h2>Tool calls ({len(data['calls'])})</h2>")
     for call in data["calls"]:

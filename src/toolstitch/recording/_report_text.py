@@ -23,6 +23,7 @@ __all__ = [
     "call_label",
     "clip",
     "display_width",
+    "latency_rows",
     "position",
     "render_latency",
     "render_timeline",
@@ -88,7 +89,7 @@ def render_timeline(timeline: Timeline, width: int = 80) -> str:
     lines.append(row("chunks", density((at, 1) for at in timeline.chunks)))
     if timeline.content:
         lines.append(row("text", density((at, 1) for at in timeline.content)))
-    multi = len({t.call.choice for t in timeline.calls}) > 1
+    multi = timeline.multi_choice
     for track in timeline.calls:
         end = track.sealed if track.sealed is not None else span
         cells = [" "] * bar
@@ -124,15 +125,31 @@ def render_latency(timeline: Timeline) -> str:
             f"  {'call':<{_LABEL}}{'opened':>9}{'1st arg':>9}{'complete':>9}{'sealed':>9}"
             f"{'frags':>7}{'bytes':>8}"
         )
-        multi = len({t.call.choice for t in timeline.calls}) > 1
-        for t in timeline.calls:
-            m = t.call.metrics
+        for label, *cells in latency_rows(timeline):
+            widths = (9, 9, 9, 9, 7, 8)
             lines.append(
-                f"  {_pad(call_label(t.call, multi), _LABEL)}{position(t.opened, unit):>9}"
-                f"{position(t.first_argument, unit):>9}{position(t.complete, unit):>9}"
-                f"{position(t.sealed, unit):>9}{m.fragments:>7}{m.bytes:>8}"
+                f"  {_pad(label, _LABEL)}" + "".join(c.rjust(w) for c, w in zip(cells, widths, strict=True))
             )
     return "\n".join(lines) + "\n"
+
+
+def latency_rows(timeline: Timeline) -> list[list[str]]:
+    """One row of text per call, for the text and HTML tables alike: label, opened, first
+    argument, complete, sealed, fragments, bytes."""
+    multi, unit = timeline.multi_choice, timeline.unit
+    rows = []
+    for t in timeline.calls:
+        metrics = t.call.metrics
+        milestones = (t.opened, t.first_argument, t.complete, t.sealed)
+        rows.append(
+            [
+                call_label(t.call, multi),
+                *(position(at, unit) for at in milestones),
+                str(metrics.fragments),
+                str(metrics.bytes),
+            ]
+        )
+    return rows
 
 
 def _char_width(c: str) -> int:

@@ -69,6 +69,11 @@ class Timeline:
         return min((t.opened for t in self.calls), default=None)
 
     @property
+    def multi_choice(self) -> bool:
+        """Do calls of more than one choice appear (then labels name the choice)?"""
+        return len({t.call.choice for t in self.calls}) > 1
+
+    @property
     def span(self) -> float:
         """The position the drawing ends at (never zero)."""
         last = max([0.0, *self.chunks, *(t.sealed or 0.0 for t in self.calls)])
