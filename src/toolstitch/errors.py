@@ -202,7 +202,14 @@ class InBandError(ToolstitchError):
 
     def __init__(self, body: Any) -> None:
         message = body.get("message") if isinstance(body, dict) else body
-        super().__init__(f"in-band error: {message if isinstance(message, str) else body!r}")
+        if not isinstance(message, str):
+            try:  # a hostile body (nested 100,000 deep, a huge integer) must not fail the message
+                message = repr(body)
+            except Exception:
+                message = f"<a {type(body).__name__}>"
+        if len(message) > 2000:
+            message = message[:2000] + "…"
+        super().__init__(f"in-band error: {message}")
         self.body = body
 
 

@@ -523,3 +523,47 @@ def test_sealed_call_builds_a_checked_call() -> None:
         call = sealed_call(index=0, id="x", name="weather", arguments=hostile, tools=[CITY])
         assert call.status == "invalid"
     assert sealed_call(index=0, id=None, name=None, arguments="{}").status == "invalid"
+
+
+# --------------------------------------------------------------------------- last nets and bounded lists
+
+
+def test_a_hostile_in_band_error_body_ends_the_stream_without_raising() -> None:
+    deep: Any = 1
+    for _ in range(100_000):
+        deep = [deep]
+    for body in (deep, 10**5000, {"message": "x" * 1_000_000}):
+        acc = ts.Accumulator()
+        acc.feed(calls(entry(0, "a", "f", "{}")))
+        acc.feed({"error": body})
+        assert acc.ended and isinstance(acc.error, ts.errors.InBandError)
+        assert len(str(acc.error)) < 5000
+        assert acc.tool_calls[0].status == "incomplete"
+
+
+def test_feed_has_a_last_net(monkeypatch: pytest.MonkeyPatch) -> None:
+    acc = ts.Accumulator()
+    acc.feed(calls(entry(0, "a", "f", "{}")))
+
+    def broken(chunk: Any, anomalies: Any, depth: int) -> Any:
+        raise MemoryError("and the finer nets fail too")
+
+    monkeypatch.setattr("toolstitch.core._accumulator.read_chunk", broken)
+    monkeypatch.setattr(ts.Accumulator, "_record", lambda *a: (_ for _ in ()).throw(RuntimeError("x")))
+    assert acc.feed(done()) is not None
+    assert acc.tool_calls[0].status == "invalid"
+
+
+def test_many_tiny_pieces_are_kept_as_few_strings() -> None:
+    acc = ts.Accumulator()
+    acc.feed(calls(entry(0, "a", "f", '{"t": "')))
+    for _ in range(20_000):
+        acc.feed({"choices": [{"index": 0, "delta": {"content": "c", "tool_calls": [entry(0, args="x")]}}]})
+    acc.feed(calls(entry(0, args='"}')))
+    for _ in range(100):
+        acc.feed(done())
+    (call,) = acc.tool_calls
+    assert len(call._parts) < 1100 and len(acc._choices[0].content) < 1100  # not 20,000
+    assert call.ready and call.parsed == {"t": "x" * 20_000}
+    assert acc.get_final_completion().choices[0].message.content == "c" * 20_000
+    assert len(acc.finish_reasons[0]) <= 16

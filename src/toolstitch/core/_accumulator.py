@@ -24,6 +24,7 @@ The rules it enforces (see ``DESIGN.md``):
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, replace
 from typing import Any, Literal
@@ -33,7 +34,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..errors import IncompleteStreamError, InternalFault, LimitExceeded, MalformedArguments, MalformedChunk
 from ._anomaly import Anomaly, AnomalyCode
-from ._call import ToolCall, now, text_size
+from ._call import ToolCall, now, push, text_size
 from ._events import (
     AnomalyRecorded,
     ArgumentsComplete,
@@ -59,6 +60,8 @@ from ._seal import CallChecks
 __all__ = ["Accumulator", "StreamMetrics"]
 
 _NO_EVENTS: Sequence[Event] = ()
+_MAX_FINISH_REASONS = 16
+"""How many finish_reasons of one choice are kept (a hostile server can send one per chunk)."""
 
 
 class StreamMetrics:
@@ -239,7 +242,26 @@ class Accumulator:
         whose number is not greater than the last one seen is a transport replay and is dropped,
         with an anomaly. Without ``seq`` every chunk is taken as new, so a chunk fed twice is
         counted twice (its arguments appended twice): pass ``seq`` when the transport can resend.
+        Never raises: a failure inside toolstitch refuses the calls the chunk touched.
         """
+        try:
+            return self._feed(chunk, seq)
+        except Exception as exc:  # the last net: every finer one failed too
+            return self._panic(exc)
+
+    def _panic(self, exc: BaseException) -> Sequence[Event]:
+        """Refuse every open call, record the failure, raise nothing (fail closed, rule 9)."""
+        events: list[Event] = []
+        try:
+            self._refuse(self._open_calls(), exc, events, None)
+        except Exception:
+            for state in self._choices.values():
+                for call in state.table.calls:
+                    if call._status == "open":
+                        call._invalidate(InternalFault("toolstitch failed; the call was refused"))
+        return events
+
+    def _feed(self, chunk: Any, seq: int | None) -> Sequence[Event]:
         if self.ended:
             return self._note_chunk(AnomalyCode.CHUNK_AFTER_END, "a chunk arrived after the end", chunk)
         if seq is not None:
@@ -450,12 +472,12 @@ class Accumulator:
             if state.finish_reason is not None:
                 notes.append(Anomaly(AnomalyCode.FRAGMENT_AFTER_FINISH, "content after finish_reason", index))
             if self._charge(text_size(text), "content", index, events):
-                state.content.append(text)
+                push(state.content, text)
             events.append(ContentDelta(index, text))
         text = piece.refusal
         if text:
             if self._charge(text_size(text), "refusal text", index, events):
-                state.refusal.append(text)
+                push(state.refusal, text)
             events.append(RefusalDelta(index, text))
         if piece.extra:
             self._take_extra(state, piece.extra, events)
@@ -475,7 +497,7 @@ class Accumulator:
                     parts = state.reasoning.get(key)
                     if parts is None:
                         parts = state.reasoning[key] = []
-                    parts.append(value)
+                    push(parts, value)
                 events.append(ReasoningDelta(index, key, value))
             elif not self._keep(value, f"the delta field {show(key)}", index, events):
                 continue
@@ -624,7 +646,8 @@ class Accumulator:
     ) -> None:
         if self._recovery is not None and state.finish_reason is None and reason != "length":
             self._recover_text_calls(state, t, events, notes)
-        state.finish_reasons.append(reason)
+        if len(state.finish_reasons) < _MAX_FINISH_REASONS:  # bounded: one per chunk is possible
+            state.finish_reasons.append(reason)
         if state.finish_reason is not None:
             notes.append(
                 Anomaly(
@@ -732,18 +755,22 @@ class Accumulator:
             return _NO_EVENTS
         self.ended = True
         self.error = error
-        t = self._clock()
-        self.metrics.ended_at = t
         events: list[Event] = []
         open_before = self._open_calls()
         try:
+            t = self._clock()
+            self.metrics.ended_at = t
             self._end(error, closed, t, events)
         except Exception as exc:
             # Fail closed: whatever this end sealed is withdrawn; what is still open is incomplete.
-            self._refuse([c for c in open_before if c._status == "ready"], exc, events, None)
-            for call in self._open_calls():
-                call._mark_incomplete("the stream ended, and toolstitch failed while sealing")
-                events.append(ToolCallIncomplete(call))
+            with contextlib.suppress(Exception):  # the plain loop below still runs
+                self._refuse([c for c in open_before if c._status == "ready"], exc, events, None)
+            for call in open_before:
+                if call._status == "ready":
+                    call._invalidate(InternalFault("toolstitch failed while sealing; refused"))
+                elif call._status == "open":
+                    call._mark_incomplete("the stream ended, and toolstitch failed while sealing")
+                    events.append(ToolCallIncomplete(call))
         events.append(StreamEnded(error, self._usage))
         return events
 
@@ -837,8 +864,13 @@ class Accumulator:
                 self._record(_fault(exc, "building the final message", i, None), None, [])
                 choices.append(self._bare_choice_data(state))
         data: dict[str, Any] = {}
-        for key, value in self._extra.items():
-            data[key] = _dump(value)
+        try:
+            for key, value in self._extra.items():
+                data[key] = _dump(value)
+            usage = _dump(self._usage) if self._usage is not None else None
+        except Exception as exc:
+            self._record(_fault(exc, "building the completion's envelope", None, None), None, [])
+            data, usage = {}, None
         data.update(
             id=self._id or "",
             object="chat.completion",
@@ -850,8 +882,8 @@ class Accumulator:
             data["system_fingerprint"] = self._system_fingerprint
         if self._service_tier is not None:
             data["service_tier"] = self._service_tier
-        if self._usage is not None:
-            data["usage"] = _dump(self._usage)
+        if usage is not None:
+            data["usage"] = usage
         return data
 
     def _bare_choice_data(self, state: _Choice) -> dict[str, Any]:
@@ -918,10 +950,14 @@ class Accumulator:
 
 def _fault(exc: BaseException, doing: str, choice: int | None, raw: Any) -> Anomaly:
     """The ``internal_error`` anomaly for an exception caught while ``doing`` something."""
+    try:
+        why = show(str(exc), 200)
+    except Exception:
+        why = "(no message)"
     return Anomaly(
         AnomalyCode.INTERNAL_ERROR,
-        f"toolstitch failed while {doing} ({type(exc).__name__}: {show(str(exc), 200)}); the calls "
-        "it touched were refused, the rest of the chunk was read",
+        f"toolstitch failed while {doing} ({type(exc).__name__}: {why}); the calls it touched were "
+        "refused, the rest of the chunk was read",
         choice,
         raw=raw,
     )

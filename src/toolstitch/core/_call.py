@@ -44,7 +44,7 @@ from ._anomaly import Anomaly
 from ._limits import Limits
 from ._scanner import JSONScanner
 
-__all__ = ["CallMetrics", "CallStatus", "ToolCall", "parse_arguments", "text_size"]
+__all__ = ["CallMetrics", "CallStatus", "ToolCall", "parse_arguments", "push", "text_size"]
 
 CallStatus = Literal["open", "ready", "invalid", "incomplete"]
 
@@ -72,6 +72,21 @@ def text_size(text: str) -> int:
     if text.isascii():
         return len(text)
     return len(text.encode("utf-8", "surrogatepass"))
+
+
+_BATCH = 1024
+
+
+def push(parts: list[str], text: str) -> None:
+    """Append ``text`` to a list of pieces joined once at the end, keeping the list short.
+
+    Every ``_BATCH`` pieces the newest ones are joined into one, so a stream of a million tiny
+    pieces holds about a thousand strings, not a million objects (memory stays close to the bytes
+    kept, which is what ``Limits.max_stream_bytes`` counts), and the extra copying stays linear.
+    """
+    parts.append(text)
+    if len(parts) > _BATCH:
+        parts[-_BATCH:] = ["".join(parts[-_BATCH:])]
 
 
 def has_lone_surrogate(text: str) -> bool:
@@ -311,7 +326,7 @@ class ToolCall:
             limit = self._bytes_left + metrics.bytes
             self._exceed("max_argument_bytes", limit, text, now)
             return False
-        self._parts.append(text)
+        push(self._parts, text)
         self._joined = None
         self._chars += len(text)
         scanner = self._scanner
