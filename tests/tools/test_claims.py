@@ -14,6 +14,7 @@ import os
 import random
 import signal
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -191,3 +192,44 @@ def test_a_lone_surrogate_in_arguments_or_id_never_raises(tmp_path: Path) -> Non
         [again] = box.execute([call], ledger=ledger)
     assert first.ok and again.reused and again.value == "\udc80" and again.content == first.content
     assert ran.calls == [("echo", "\udc80")]
+
+
+def test_the_lease_of_a_running_tool_is_renewed_so_duplicates_wait(tmp_path: Path) -> None:
+    release = threading.Event()
+    renewed = threading.Event()
+    db = tmp_path / "calls.db"
+
+    @tool
+    def long() -> str:
+        assert renewed.wait(BOUND)
+        return "done"
+
+    [call] = sealed([("l", "long", "{}")])
+    fp = fingerprint(call)
+    with SQLiteLedger(db, lease=0.2) as ledger, SQLiteLedger(db, lease=0.2) as other:
+        outcome: list[Any] = []
+
+        def holder() -> None:
+            with Toolbox([long]) as box:
+                outcome.extend(box.execute([call], ledger=ledger))
+
+        thread = threading.Thread(target=holder)
+        thread.start()
+        first = None
+        for _ in range(int(BOUND / 0.01)):  # wait until the claim exists, then until it is renewed
+            entry = other.get("l", fp)
+            if entry is not None and first is None:
+                first = entry.lease_expires
+            if (
+                entry is not None
+                and first is not None
+                and entry.lease_expires != first
+                and time.time() > first
+            ):
+                break  # renewed, and the first lease is over
+            release.wait(0.01)
+        # Well past the first lease: still live, because the heartbeat renewed it.
+        assert other.acquire("l", fp, "long", read_only=False).action == "wait"
+        renewed.set()
+        thread.join(BOUND)
+    assert outcome[0].ok

@@ -239,3 +239,20 @@ def test_claim_ledger_is_the_protocol_every_ledger_implements() -> None:
     assert issubclass(Ledger, ClaimLedger)
     with pytest.raises(TypeError):
         ClaimLedger()  # type: ignore[abstract]
+
+
+def test_a_sync_execute_called_from_inside_an_async_tool_does_not_deadlock() -> None:
+    @tool
+    def inner() -> str:
+        return "inner"
+
+    with Toolbox([inner]) as inner_box:
+
+        @tool
+        async def outer() -> str:
+            [result] = inner_box.execute(sealed([("i", "inner", "{}")]))  # blocking, on purpose
+            return f"outer+{result.value}"
+
+        with Toolbox([outer], timeout=HANDSHAKE) as box:
+            [result] = box.execute(sealed([("o", "outer", "{}")]))
+    assert result.ok and result.value == "outer+inner"

@@ -64,9 +64,12 @@ Each primitive is one atomic step (one transaction, or one statement such as
 ``expire_claim(key, fp, owner)``                               lease := 0 if ``started`` by owner
 ``get(key, fp) -> LedgerEntry | None``;  ``entries()``;  ``close()``
 
-The async twins (``aacquire``, ``afinish``, ``arelease``, ``aabandon``, ``await_change``) run the sync
-ones in a worker thread by default (``blocking_io = True``) or inline (``False``, the in-memory
-ledger); a backend with an async driver overrides them so that the event loop never blocks.
+The decision of :meth:`ClaimLedger.acquire` is written once, sans I/O (``_acquire_plan`` yields
+the primitive it needs next); ``acquire`` drives it with the sync primitives and ``aacquire`` with
+their async twins ``atry_claim``, ``atake_over`` and ``aget``. Those, and ``afinish``, ``arelease``,
+``aabandon`` and ``await_change``, run the sync primitive in a worker thread by default
+(``blocking_io = True``) or inline (``False``, the in-memory ledger); a backend with an async driver
+overrides the async primitives, and inherits the decision, so that the event loop never blocks.
 """
 
 from __future__ import annotations
@@ -82,7 +85,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -98,6 +101,8 @@ __all__ = [
     "fingerprint",
     "new_owner",
 ]
+
+_Step = tuple[str, tuple[Any, ...]]  # a primitive the decision needs: (its name, its arguments)
 
 DEFAULT_LEASE = 30.0
 """Seconds a claim lives without renewal; the owner renews it every third of that while the tool runs."""
@@ -383,11 +388,13 @@ class ClaimLedger(abc.ABC):
             return True
         return _owner_gone(entry.owner)
 
-    def acquire(self, key: str, fp: str, name: str, *, read_only: bool) -> Verdict:
-        """Decide, without blocking, what this executor does with the call (see the module docs)."""
+    def _acquire_plan(self, key: str, fp: str, name: str, read_only: bool) -> Generator[_Step, Any, Verdict]:
+        """The decision of :meth:`acquire`, written once, sans I/O: it yields each primitive it needs
+        (``(name, arguments)``) and is sent the answer. :meth:`acquire` answers with the sync
+        primitives, :meth:`aacquire` with their async twins."""
         for _ in range(16):  # each turn is a race lost to another executor; a few are plenty
             owner = new_owner()
-            claim = self.try_claim(key, fp, name, owner, self._expiry())
+            claim: Claim = yield ("try_claim", (key, fp, name, owner, self._expiry()))
             if claim.won:
                 self._hold(key, fp, owner)
                 return Verdict("run", owner, claim.entry)
@@ -400,10 +407,23 @@ class ClaimLedger(abc.ABC):
                 return Verdict("wait", None, entry)
             if not read_only:
                 return Verdict("unknown", None, entry)
-            if self.take_over(key, fp, entry, owner, self._expiry()):
+            if (yield ("take_over", (key, fp, entry, owner, self._expiry()))):
                 self._hold(key, fp, owner)
                 return Verdict("run", owner, entry)
-        return Verdict("wait", None, self.get(key, fp))
+        latest: LedgerEntry | None = yield ("get", (key, fp))
+        return Verdict("wait", None, latest)
+
+    def acquire(self, key: str, fp: str, name: str, *, read_only: bool) -> Verdict:
+        """Decide, without blocking, what this executor does with the call (see the module docs)."""
+        plan = self._acquire_plan(key, fp, name, read_only)
+        answer: Any = None
+        try:
+            while True:
+                op, args = plan.send(answer)
+                answer = getattr(self, op)(*args)
+        except StopIteration as done:
+            verdict: Verdict = done.value
+            return verdict
 
     def finish(self, key: str, fp: str, owner: str, result: StoredResult) -> bool:
         """The tool ran to an outcome: record it (only the owner can)."""
@@ -457,12 +477,39 @@ class ClaimLedger(abc.ABC):
             return fn(*args)
         return await asyncio.to_thread(fn, *args)
 
+    async def atry_claim(self, key: str, fp: str, name: str, owner: str, lease_expires: float) -> Claim:
+        """:meth:`try_claim` for the event loop (override with an async driver)."""
+        claim: Claim = await self._io(self.try_claim, key, fp, name, owner, lease_expires)
+        return claim
+
+    async def atake_over(
+        self, key: str, fp: str, stale: LedgerEntry, owner: str, lease_expires: float
+    ) -> bool:
+        """:meth:`take_over` for the event loop (override with an async driver)."""
+        return bool(await self._io(self.take_over, key, fp, stale, owner, lease_expires))
+
+    async def aget(self, key: str, fp: str) -> LedgerEntry | None:
+        """:meth:`get` for the event loop (override with an async driver)."""
+        entry: LedgerEntry | None = await self._io(self.get, key, fp)
+        return entry
+
+    async def _adecide(self, key: str, fp: str, name: str, read_only: bool) -> Verdict:
+        plan = self._acquire_plan(key, fp, name, read_only)
+        answer: Any = None
+        try:
+            while True:
+                op, args = plan.send(answer)
+                answer = await getattr(self, "a" + op)(*args)
+        except StopIteration as done:
+            verdict: Verdict = done.value
+            return verdict
+
     async def aacquire(self, key: str, fp: str, name: str, *, read_only: bool) -> Verdict:
-        """:meth:`acquire` without blocking the event loop. A won claim whose caller was cancelled
-        meanwhile is released (the tool never started)."""
+        """:meth:`acquire` on the async primitives (``atry_claim``, ``atake_over``, ``aget``). A claim
+        won by a caller that was cancelled meanwhile is released (the tool never started)."""
         if not self.blocking_io:
             return self.acquire(key, fp, name, read_only=read_only)
-        future = asyncio.ensure_future(asyncio.to_thread(self.acquire, key, fp, name, read_only=read_only))
+        future = asyncio.ensure_future(self._adecide(key, fp, name, read_only))
         try:
             return await asyncio.shield(future)
         except asyncio.CancelledError:
@@ -494,7 +541,7 @@ class ClaimLedger(abc.ABC):
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
         delay = 0.005
-        while not self.settled(await self._io(self.get, key, fp)):
+        while not self.settled(await self.aget(key, fp)):
             left = None if deadline is None else deadline - loop.time()
             if left is not None and left <= 0:
                 return

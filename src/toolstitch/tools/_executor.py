@@ -39,7 +39,7 @@ import inspect
 import logging
 import queue
 import threading
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -655,7 +655,7 @@ def execute(
         finally:
             hooks.put(_DONE)
 
-    core = asyncio.run_coroutine_threadsafe(drive(), box.runtime().loop())
+    core = _start_core(drive(), box)
     try:
         while True:
             try:
@@ -675,6 +675,30 @@ def execute(
         raise
     core.result()
     return batch.done(raise_tool_errors)
+
+
+def _start_core(coro: Coroutine[Any, Any, None], box: Toolbox) -> concurrent.futures.Future[None]:
+    """Run the batch's core on the toolbox's loop thread; called from a thread that runs an event
+    loop itself (an async tool calling ``execute``, maybe on that very loop), on a private loop in a
+    thread of its own, so that waiting here can never block the loop the core needs."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run_coroutine_threadsafe(coro, box.runtime().loop())
+    future: concurrent.futures.Future[None] = concurrent.futures.Future()
+    future.set_running_or_notify_cancel()
+    ctx = contextvars.copy_context()
+
+    def work() -> None:
+        try:
+            ctx.run(asyncio.run, coro)
+        except BaseException as exc:
+            future.set_exception(exc)
+        else:
+            future.set_result(None)
+
+    threading.Thread(target=work, name="toolstitch-batch", daemon=True).start()
+    return future
 
 
 # ----------------------------------------------------------------------------- async twin
