@@ -11,6 +11,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import toolstitch as ts
 from toolstitch.testing import LocalServer, StreamScript, tool_call_chunks
@@ -159,3 +161,38 @@ def test_generator_tools_with_a_forced_choice(server: LocalServer) -> None:
         tool_choice={"type": "function", "function": {"name": "f"}},
     )
     assert calls[0].status == "invalid"  # h was never offered, and f was forced
+
+
+NAMES = ["f", "g", "h"]
+
+
+@settings(max_examples=30)
+@given(
+    called=st.lists(st.sampled_from(NAMES), min_size=1, max_size=4),
+    offered=st.lists(st.sampled_from(NAMES), unique=True, max_size=3),
+    choice=st.sampled_from([None, "auto", "required", "none", *NAMES]),
+    parallel=st.sampled_from([None, True, False]),
+    shape=st.sampled_from(list(SHAPES)),
+)
+def test_no_call_the_request_forbade_is_ever_ready(
+    called: list[str], offered: list[str], choice: str | None, parallel: bool | None, shape: str
+) -> None:
+    """Property, over real HTTP: whatever the model calls, a ``ready`` call names an offered tool,
+    obeys ``tool_choice``, and is the first call when ``parallel_tool_calls=False``."""
+    request: dict[str, Any] = {"tools": SHAPES[shape]([tool(n) for n in offered])} if offered else {}
+    if choice in NAMES:
+        request["tool_choice"] = {"type": "function", "function": {"name": choice}}
+    elif choice is not None:
+        request["tool_choice"] = choice
+    if parallel is not None:
+        request["parallel_tool_calls"] = parallel
+    scripted = [(f"c{k}", name, '{"x": 1}') for k, name in enumerate(called)]
+    with LocalServer() as server:
+        calls = contract_stream(server, scripted, **request)
+    for call in calls:
+        if call.status != "ready":
+            continue
+        assert not offered or call.name in offered
+        assert choice != "none"
+        assert choice not in NAMES or call.name == choice
+        assert parallel is not False or call.index == 0
