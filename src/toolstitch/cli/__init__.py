@@ -3,7 +3,8 @@
 * :mod:`._main`             the parser and its table of commands; fails closed (one line, exit 2).
 * :mod:`._check_command`    ``toolstitch check``.
 * :mod:`._replay_command`   ``toolstitch replay``.
-* :mod:`._demo_command`     ``toolstitch demo``'s options; :mod:`._demo` is the conversation itself.
+* :mod:`._demo_command`     ``toolstitch demo``'s options; :mod:`._demo` is the conversation and
+  its printing, :mod:`._demo_model` the scripted model it talks to without an API key.
 * :mod:`._output`           one-line errors and output any terminal encodes.
 """
 
