@@ -233,3 +233,26 @@ def test_the_lease_of_a_running_tool_is_renewed_so_duplicates_wait(tmp_path: Pat
         renewed.set()
         thread.join(BOUND)
     assert outcome[0].ok
+
+
+def test_a_ledger_file_of_the_previous_version_is_migrated(tmp_path: Path) -> None:
+    import sqlite3
+
+    db = tmp_path / "old.db"
+    with sqlite3.connect(db) as old:
+        old.execute(
+            "CREATE TABLE toolstitch_calls (call_key TEXT NOT NULL, fingerprint TEXT NOT NULL,"
+            " name TEXT NOT NULL, state TEXT NOT NULL, started_at REAL NOT NULL, finished_at REAL,"
+            " status TEXT, content TEXT, error TEXT, value_json TEXT, PRIMARY KEY (call_key, fingerprint))"
+        )
+        rows = [
+            ("done", "fp", "op", "finished", 1, 2, "ok", "42", None, "42"),
+            ("half", "fp", "op", "started", 1, None, None, None, None, None),
+        ]
+        old.executemany("INSERT INTO toolstitch_calls VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    old.close()
+    with SQLiteLedger(db) as ledger:
+        done = ledger.acquire("done", "fp", "op", read_only=False)
+        assert done.action == "reuse" and done.entry is not None and done.entry.value == 42
+        assert done.entry.content == "42"
+        assert ledger.acquire("half", "fp", "op", read_only=False).action == "unknown"

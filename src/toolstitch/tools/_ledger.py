@@ -204,7 +204,9 @@ class SQLiteLedger(ClaimLedger):
     in one idempotent transaction; a "database is locked" is retried with backoff until
     ``busy_timeout`` seconds have passed. A claim's lease (``lease`` seconds) is renewed by a heartbeat
     while its tool runs; a SIGKILLed worker on this machine is seen at once by its pid.
-    One connection, guarded by a lock, serves every thread of this object.
+    One connection, guarded by a lock, serves every thread of this object. Claims and results are
+    committed with SQLite's default ``synchronous=FULL``: a claim survives a power loss, at the price
+    of an fsync per claim and per result (milliseconds on a disk).
     """
 
     def __init__(
