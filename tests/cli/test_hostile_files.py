@@ -26,6 +26,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import toolstitch
 from toolstitch.cli import main
@@ -328,3 +330,54 @@ def test_the_real_process_agrees(
         result.stdout.decode("utf-8")
         if "--json" in flags:
             strict_json(result.stdout)
+
+
+# ------------------------------------------------------------------------------ any file at all
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.floats() | st.integers() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=12,
+)
+RECORD_LINES = st.lists(
+    st.fixed_dictionaries(
+        {"type": st.sampled_from(["chunk", "footer", "header", "other"])},
+        optional={
+            "offset_ms": st.floats() | st.integers() | st.text(max_size=3) | st.booleans(),
+            "chunk": JSON_VALUES,
+            "choices": JSON_VALUES,
+            "error": JSON_VALUES,
+            "outcome": JSON_VALUES,
+        },
+    ),
+    max_size=6,
+)
+
+
+def replay_everything(path: Path) -> None:
+    """``replay()`` and every report: only ``RecordingFormatError`` may come out."""
+    try:
+        replayed = replay(path)
+    except RecordingFormatError as exc:
+        assert "\n" not in str(exc)
+        return
+    replayed.until_done()
+    json.dumps(report_data(replayed), allow_nan=False)
+    report_text(replayed)
+    report_html(replayed)
+
+
+@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lines=RECORD_LINES)
+def test_any_recording_shaped_file_replays_or_is_refused(lines: list[dict[str, Any]], tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl"
+    path.write_text("\n".join([HEADER, *(json.dumps(line) for line in lines)]) + "\n")
+    replay_everything(path)
+
+
+@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.binary(max_size=300) | st.text(max_size=300).map(lambda t: t.encode("utf-8", "surrogatepass")))
+def test_any_bytes_replay_or_are_refused(data: bytes, tmp_path: Path) -> None:
+    path = tmp_path / "b.jsonl"
+    path.write_bytes(data)
+    replay_everything(path)

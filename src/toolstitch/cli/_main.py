@@ -13,6 +13,8 @@ foresee is reported the same way (fail closed), as an internal error.
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -53,5 +55,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     run: Command = args.run
     try:
         return run(args)
+    except BrokenPipeError:
+        # The reader went away (``toolstitch replay x | head``): nothing is wrong with the input.
+        _silence_stdout()
+        return 1
+    except KeyboardInterrupt:  # Ctrl-C during ``--timing``: the conventional code, no traceback
+        return 130
     except Exception as exc:  # fail closed: one line, exit 2, never a traceback
         return fail(str(args.command), f"internal error ({type(exc).__name__}: {exc})")
+
+
+def _silence_stdout() -> None:
+    """Point stdout at the null device, so the interpreter's last flush has nowhere to fail."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # stdout is not a real file (tests): nothing to do
+        pass
