@@ -196,3 +196,19 @@ def test_no_call_the_request_forbade_is_ever_ready(
         assert choice != "none"
         assert choice not in NAMES or call.name == choice
         assert parallel is not False or call.index == 0
+
+
+def test_the_contract_is_what_extra_body_sends(server: LocalServer) -> None:
+    calls = contract_stream(
+        server,
+        [("c1", "g", '{"x": 1}'), ("c2", "f", '{"x": 2}')],
+        extra_body={"tools": [F], "parallel_tool_calls": False},
+    )
+    assert server.requests[-1]["tools"] == [F]
+    assert calls[0].status == "invalid"  # g was not offered
+    assert refused(calls[1])  # and only one call was allowed
+    calls = contract_stream(
+        server, [("c1", "f", '{"x": 1}')], tools=[G], extra_body={"tools": [F], "tool_choice": "auto"}
+    )
+    assert server.requests[-1]["tools"] == [F]  # extra_body wins in the SDK, so it does here
+    assert calls[0].status == "ready"

@@ -84,16 +84,25 @@ class _Options:
 
     def accumulator(self, request: Mapping[str, Any], started_at: float) -> Accumulator:
         """An accumulator for one streamed request (``request`` as :func:`_read_request` made it)."""
-        tools = request.get("tools")
+        tools = _sent(request, "tools")
         return Accumulator(
             tools if isinstance(tools, list) else None,
-            tool_choice=_given(request.get("tool_choice")),
-            parallel_tool_calls=_given(request.get("parallel_tool_calls")),
+            tool_choice=_sent(request, "tool_choice"),
+            parallel_tool_calls=_sent(request, "parallel_tool_calls"),
             limits=self.limits,
             empty_arguments=self.empty_arguments,
             started_at=started_at,
             recover_text_tool_calls=self.recover_text_tool_calls,
         )
+
+
+def _sent(request: Mapping[str, Any], key: str) -> Any:
+    """What the request body carries under ``key``: the SDK merges ``extra_body`` over its own
+    fields, so a value there is the one the server reads (and the contract calls are held to)."""
+    extra = request.get("extra_body")
+    if isinstance(extra, Mapping) and key in extra:
+        return _given(extra[key])
+    return _given(request.get(key))
 
 
 def _given(value: Any) -> Any:
