@@ -481,3 +481,70 @@ def test_a_conversation_resumes_on_another_worker_without_running_its_tool_again
     assert reused.reused and reused.content == "booked a flight to Lisbon"
     assert [m["content"] for m in tool_messages_of(server.requests[-1])] == ["booked a flight to Lisbon"]
     assert result.stop_reason == "done"
+
+
+def test_the_owner_renews_its_lease_while_the_tool_runs(pg_conninfo: str) -> None:
+    # A lease far shorter than the tool: without the heartbeat the duplicate would find the claim
+    # stale and answer "outcome unknown"; with it, the duplicate waits and reuses the result.
+    ran = Recorder()
+    started = threading.Event()
+
+    @ts.tool
+    def slow_charge(amount: int) -> str:
+        ran.add("slow_charge", amount)
+        started.set()
+        time.sleep(2.0)  # about seven leases
+        return "charged"
+
+    calls = [("call_1", "slow_charge", '{"amount": 5}')]
+    results: list[ts.ToolResult] = []
+    with (
+        ts.PostgresLedger(pg_conninfo, scope="conv", lease=0.3) as first,
+        ts.PostgresLedger(pg_conninfo, scope="conv", lease=0.3) as second,
+        ts.Toolbox([slow_charge], timeout=BOUND) as box,
+    ):
+        holder = threading.Thread(target=lambda: results.extend(box.execute(sealed(calls), ledger=first)))
+        holder.start()
+        assert started.wait(BOUND)
+        [duplicate] = box.execute(sealed(calls), ledger=second)
+        holder.join(BOUND)
+    assert ran.calls == [("slow_charge", 5)]
+    assert results[0].ok and not results[0].reused
+    assert duplicate.ok and duplicate.reused and duplicate.content == "charged"
+
+
+def test_racing_takeovers_of_an_abandoned_read_only_call_run_it_once(pg_conninfo: str) -> None:
+    ran = Recorder()
+    gate = threading.Event()
+
+    @ts.tool(read_only=True)
+    def lookup(q: str) -> str:
+        ran.add("lookup", q)
+        assert gate.wait(BOUND)  # hold the new claim until every racer has tried
+        return f"found {q}"
+
+    [call] = sealed([("call_1", "lookup", '{"q": "x"}')])
+    with ts.PostgresLedger(pg_conninfo, scope="conv") as setup:
+        dead = setup.acquire("call_1", fingerprint(call), "lookup", read_only=True)
+        assert dead.owner is not None
+        setup.abandon("call_1", fingerprint(call), dead.owner)  # started, outcome lost
+    barrier = threading.Barrier(4, timeout=BOUND)
+    results: list[Any] = [None] * 4
+
+    def racer(i: int) -> None:
+        with (
+            ts.PostgresLedger(pg_conninfo, scope="conv") as ledger,
+            ts.Toolbox([lookup], timeout=BOUND) as box,
+        ):
+            barrier.wait()
+            [results[i]] = box.execute(sealed([("call_1", "lookup", '{"q": "x"}')]), ledger=ledger)
+
+    threads = [threading.Thread(target=racer, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    threading.Timer(0.3, gate.set).start()
+    for t in threads:
+        t.join(BOUND)
+    assert ran.calls == [("lookup", "x")]
+    assert all(r is not None and r.ok and r.value == "found x" for r in results)
+    assert sum(not r.reused for r in results) == 1
