@@ -39,6 +39,8 @@ if TYPE_CHECKING:
         redact: Redact
         recover_text_tool_calls: bool
 
+    # Sync and async twins, as in the SDK: a type checker needs each spelled out (``async def``
+    # and the awaited stream type differ), so they repeat by shape.
     class StitchedCompletions(Completions):
         """``chat.completions`` of a wrapped sync client."""
 
