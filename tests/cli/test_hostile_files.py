@@ -381,3 +381,27 @@ def test_any_bytes_replay_or_are_refused(data: bytes, tmp_path: Path) -> None:
     path = tmp_path / "b.jsonl"
     path.write_bytes(data)
     replay_everything(path)
+
+
+# ------------------------------------------------------------------------------ regressions from review
+
+
+def test_check_of_deeply_nested_json_is_one_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "deep.json"
+    path.write_text("[" * 100_000, encoding="utf-8")
+    assert main(["check", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("toolstitch check: ")
+
+
+def test_replay_of_a_deeply_nested_chunk_is_one_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "deep.jsonl"
+    header = '{"type": "header", "format": "toolstitch.recording", "version": 1}'
+    path.write_text(header + "\n" + '{"type": "chunk", "chunk": ' + "[" * 100_000 + "\n", encoding="utf-8")
+    assert main(["replay", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("toolstitch replay: ")
