@@ -59,12 +59,13 @@ def hang_in_tool(db: str, marker: str, read_only: bool) -> None:
         box.execute(sealed([("call_1", "op", "{}")]), ledger=ledger)
 
 
-def open_ledger(db: str, start: Any) -> str:
-    """Open the ledger at the same moment as the others; claim one call of one's own."""
+def open_ledger(db: str, start: Any, out: str) -> None:
+    """Open the ledger at the same moment as the others; claim one call of one's own; write what
+    happened to ``out``."""
     start.wait(30)
     try:
         with SQLiteLedger(db) as ledger:
-            verdict = ledger.acquire(f"k{os.getpid()}", "fp", "x", read_only=False)
-            return verdict.action
+            outcome = ledger.acquire(f"k{os.getpid()}", "fp", "x", read_only=False).action
     except Exception as exc:
-        return f"{type(exc).__name__}: {exc}"
+        outcome = f"{type(exc).__name__}: {exc}"
+    Path(out).write_text(outcome)
