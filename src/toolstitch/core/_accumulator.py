@@ -5,7 +5,10 @@ async stream wrappers, replay, and tests all drive the same object with :meth:`A
 
 The rules it enforces (see ``DESIGN.md``):
 
-1. Calls are keyed by ``index`` (through the normalize layer, which owns every provider quirk).
+1. Calls are keyed by ``index``: ``_read.py`` reads each chunk (every quirk of shape), ``_route.py``
+   finds each fragment's call (every quirk of routing and identity, id synthesis). What stays here
+   needs the stream's state across chunks: a finish_reason repeated or missing, a role or usage
+   repeated, content after the finish, and the choice-level policies (text recovery, limits).
 2. Argument text is appended, scanned incrementally, and parsed once, at seal.
 3. ``""``, a missing ``arguments`` and a missing ``function`` add nothing; ``""`` is never ``{}``
    unless ``empty_arguments="object"`` says so, which is recorded as an anomaly.
