@@ -56,6 +56,7 @@ from ._plain import is_sentinel, plain
 from ._redact import Masker, Redact, redact_parts
 from ._secrets import REDACTED, LiteralSecrets, client_secrets, is_secret_key, mask_shapes
 
+# ``Redact`` and ``redact_parts`` live in ``_redact``; the stream wrappers take them from here.
 __all__ = ["FORMAT", "Recorder", "Redact", "recording_path", "redact_parts"]
 
 FORMAT = "toolstitch.recording"
