@@ -567,3 +567,22 @@ def test_many_tiny_pieces_are_kept_as_few_strings() -> None:
     assert call.ready and call.parsed == {"t": "x" * 20_000}
     assert acc.get_final_completion().choices[0].message.content == "c" * 20_000
     assert len(acc.finish_reasons[0]) <= 16
+
+
+def test_identity_fields_cannot_grow_without_bound() -> None:
+    huge = "n" * 50_000
+    acc = run([calls(entry(0, huge, huge, "{}")), done()])
+    (call,) = acc.tool_calls
+    assert call.status == "invalid" and isinstance(call.error, ts.errors.MissingName)
+    assert call.id and len(call.id) < 100
+    acc = ts.Accumulator()
+    acc.feed(calls(entry(0, "a", "f")))
+    for _ in range(5_000):  # name pieces without end, before any argument text
+        acc.feed(calls(entry(0, name="xy")))
+    acc.feed(calls(entry(0, args="{}")))
+    acc.feed(done())
+    (call,) = acc.tool_calls
+    assert call.status == "invalid" and len(call.name or "") <= 1024
+    long_finish = {"choices": [{"index": 0, "delta": {"role": "r" * 10_000}, "finish_reason": "x" * 10_000}]}
+    acc = run([calls(entry(0, "a", "f", "{}")), long_finish])
+    assert acc.tool_calls[0].status == "incomplete"

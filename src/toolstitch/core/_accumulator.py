@@ -63,6 +63,8 @@ from ._seal import CallChecks
 __all__ = ["Accumulator", "StreamMetrics"]
 
 _NO_EVENTS: Sequence[Event] = ()
+_MAX_USAGE = 1 << 20
+"""Bytes of one usage value (it replaces the previous one, so it is bounded on its own)."""
 _MAX_FINISH_REASONS = 16
 """How many finish_reasons of one choice are kept (a hostile server can send one per chunk)."""
 
@@ -360,10 +362,11 @@ class Accumulator:
         if env.usage is not None:
             if self._usage is not None:
                 notes.append(Anomaly(AnomalyCode.USAGE_REPEATED, "usage arrived on more than one chunk"))
-            if retained(env.usage, self.limits.max_depth) >= 0:
+            size = retained(env.usage, self.limits.max_depth, stop=_MAX_USAGE)
+            if 0 <= size <= _MAX_USAGE:  # replaced, not accumulated: one value is kept at a time
                 self._usage = env.usage
             else:
-                notes.append(Anomaly(AnomalyCode.TOO_DEEP, "usage was nested too deep; dropped"))
+                notes.append(Anomaly(AnomalyCode.TOO_DEEP, "usage was nested too deep or too big; dropped"))
         elif not has_choices:
             notes.append(Anomaly(AnomalyCode.EMPTY_CHOICES, "a chunk had no choices and no usage", raw=chunk))
         if env.extra:
@@ -595,10 +598,10 @@ class Accumulator:
             call._exceed_call_limit(limits.max_calls_per_choice, t)
         call._metrics.fragments += 1
         if frag.error is not None and call._status == "open":
-            # Arguments sent as an object that is not JSON: nothing true can be made of them.
-            call._metrics.sealed_at = t
-            call._invalidate(
-                MalformedArguments(f"arguments arrived as an object that is not JSON: {frag.error}")
+            # Arguments sent as an object that is not JSON: nothing true can be made of them. The
+            # call is refused when it is sealed, like any other (its identity is settled by then).
+            call._pending_error = MalformedArguments(
+                f"arguments arrived as an object that is not JSON: {frag.error}"
             )
         elif frag.further and call._status == "open" and call._pending_error is None:
             call._pending_error = MalformedArguments(

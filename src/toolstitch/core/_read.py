@@ -69,6 +69,10 @@ _ENVELOPE_KEYS = frozenset(
 _MAX_INDEX = 2**31
 """Indexes at or above this are unusable: no real stream has that many calls or choices."""
 _MAX_INDEX_DIGITS = 9
+MAX_IDENTITY = 1024
+"""Characters of an id or function name beyond which it is unusable (OpenAI allows 64 for a name)."""
+_MAX_LABEL = 64
+"""Characters of a ``type``, ``role`` or ``finish_reason`` beyond which it is read as absent."""
 
 
 def show(value: Any, limit: int = 60) -> str:
@@ -248,6 +252,15 @@ def _clean_str(value: Any, what: str, anomalies: list[Anomaly], raw: Any) -> str
         if value == "null":
             anomalies.append(Anomaly(AnomalyCode.NULL_STRING_FIELD, f'{what} was the string "null"', raw=raw))
             return None
+        if len(value) > MAX_IDENTITY:
+            # No real id or function name is this long; keeping it would let identity fields grow
+            # memory past every limit. Unusable: a nameless call is refused, an id is synthesized.
+            anomalies.append(
+                Anomaly(
+                    AnomalyCode.MALFORMED_CHUNK, f"{what} of {len(value)} characters is unusable", raw=raw
+                )
+            )
+            return None
         return value
     if what == "id" and type(value) is int and -(10**40) < value < 10**40:
         anomalies.append(Anomaly(AnomalyCode.ID_NOT_STRING, "id was an integer", raw=raw))
@@ -309,7 +322,7 @@ def _read_tool_fragment(entry: Any, chunk_anomalies: list[Anomaly], max_depth: i
         frag.id = _clean_str(raw_id, "id", anomalies, entry)
     ftype = fields.get("type")
     if ftype is not None:
-        if type(ftype) is str:
+        if type(ftype) is str and len(ftype) <= _MAX_LABEL:
             frag.type = ftype
         else:
             anomalies.append(
@@ -417,11 +430,11 @@ def read_chunk(
         piece = ChoicePiece(index)
         finish = cfields.get("finish_reason")
         if finish is not None:
-            if type(finish) is not str:
+            if type(finish) is not str or len(finish) > _MAX_LABEL:
                 anomalies.append(
                     Anomaly(
                         AnomalyCode.MALFORMED_CHUNK,
-                        f"finish_reason was a {type(finish).__name__}; read as not finished",
+                        f"finish_reason was {show(finish)}; read as not finished",
                         index,
                         raw=finish,
                     )
@@ -474,7 +487,10 @@ def _read_delta(
 ) -> None:
     get = fields.get
     role = get("role")
-    piece.role = role if role is None or type(role) is str else _text(role, "role", anomalies)
+    if role is None or (type(role) is str and len(role) <= _MAX_LABEL):
+        piece.role = role
+    else:
+        anomalies.append(Anomaly(AnomalyCode.MALFORMED_CHUNK, f"role was {show(role)}; skipped"))
     content = get("content")
     piece.content = (
         content if content is None or type(content) is str else _text(content, "content", anomalies)

@@ -31,10 +31,11 @@ import hashlib
 from collections.abc import Iterator
 from typing import Any
 
+from ..errors import MissingName
 from ._anomaly import Anomaly, AnomalyCode
 from ._call import ToolCall
 from ._limits import Limits
-from ._read import ToolFragment, show
+from ._read import MAX_IDENTITY, ToolFragment, show
 
 __all__ = [
     "SKIP",
@@ -373,8 +374,14 @@ def apply_identity(table: CallTable, call: ToolCall, frag: ToolFragment, anomali
             # Before any argument text, a different name can only be more of the same name: a
             # resend with more text (replace) or the next piece (append), as in Continue's
             # report of Gemini sending "edit_ex" + "isting_file". The tool check still applies.
-            call._name = name if name.startswith(current) else current + name
-            _note(anomalies, frag, choice, index, "name_fragmented", old=current, new=name, joined=call._name)
+            joined = name if name.startswith(current) else current + name
+            if len(joined) > MAX_IDENTITY:
+                # Pieces without end (a hostile stream): keep what there is, refuse the call at seal.
+                call._pending_error = MissingName(f"the function name grew beyond {MAX_IDENTITY} characters")
+                _note(anomalies, frag, choice, index, "name_conflict", new=name, old=current)
+            else:
+                call._name = joined
+                _note(anomalies, frag, choice, index, "name_fragmented", old=current, new=name, joined=joined)
         else:
             _note(anomalies, frag, choice, index, "name_conflict", new=name, old=current)
     ftype = frag.type
