@@ -586,3 +586,16 @@ def test_identity_fields_cannot_grow_without_bound() -> None:
     long_finish = {"choices": [{"index": 0, "delta": {"role": "r" * 10_000}, "finish_reason": "x" * 10_000}]}
     acc = run([calls(entry(0, "a", "f", "{}")), long_finish])
     assert acc.tool_calls[0].status == "incomplete"
+
+
+def test_a_failure_building_the_message_keeps_its_calls(monkeypatch: pytest.MonkeyPatch) -> None:
+    chunk = calls({**entry(0, "a", "f", "{}"), "extra_content": {"k": 1}}, finish="tool_calls")
+    acc = run([chunk, {"choices": [{"index": 0, "delta": {"reasoning_details": [{"x": 1}]}}]}])
+
+    def broken(value: Any) -> Any:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr("toolstitch.core._accumulator._dump", broken)
+    message = acc.get_final_completion().choices[0].message
+    assert [c.id for c in message.tool_calls or []] == ["a"]
+    assert "internal_error" in codes(acc)

@@ -868,7 +868,7 @@ class Accumulator:
                 choices.append(self._choice_data(state))
             except Exception as exc:
                 self._record(_fault(exc, "building the final message", i, None), None, [])
-                choices.append(self._bare_choice_data(state))
+                choices.append(self._choice_data(state, full=False))
         data: dict[str, Any] = {}
         try:
             for key, value in self._extra.items():
@@ -892,54 +892,31 @@ class Accumulator:
             data["usage"] = usage
         return data
 
-    def _bare_choice_data(self, state: _Choice) -> dict[str, Any]:
-        """The message without unknown fields or logprobs, when building it in full failed."""
-        calls = _ordered(state.table.calls)
+    def _choice_data(self, state: _Choice, full: bool = True) -> dict[str, Any]:
+        """One choice of the completion. ``full=False`` (when building it in full failed) leaves out
+        unknown fields and logprobs, and keeps the calls as they are: the bare message still holds
+        every call, so the history stays answerable."""
         message: dict[str, Any] = {
             "role": "assistant",
             "content": "".join(state.content) if state.content else None,
             "refusal": "".join(state.refusal) if state.refusal else None,
         }
-        if calls:
-            message["tool_calls"] = [
-                {
-                    "id": c._id or "",
-                    "type": "function",
-                    "function": {"name": c._name or "", "arguments": c.arguments},
-                }
-                for c in calls
-            ]
-        return {
-            "index": state.index,
-            "message": message,
-            "finish_reason": state.finish_reason,
-            "logprobs": None,
-        }
-
-    def _choice_data(self, state: _Choice) -> dict[str, Any]:
-        message: dict[str, Any] = {
-            "role": "assistant",
-            "content": "".join(state.content) if state.content else None,
-            "refusal": "".join(state.refusal) if state.refusal else None,
-        }
-        for key, parts in state.reasoning.items():
-            message[key] = "".join(parts)
-        for key, value in state.extra.items():
-            message[key] = _dump(value) if not isinstance(value, list) else [_dump(v) for v in value]
         calls = _ordered(state.table.calls)
-        if calls:
-            self._ensure_ids(state, calls)
-            message["tool_calls"] = [_call_data(c) for c in calls]
         logprobs = None
-        if state.logprobs_content is not None or state.logprobs_refusal is not None:
-            logprobs = {
-                "content": [_dump(x) for x in state.logprobs_content]
-                if state.logprobs_content is not None
-                else None,
-                "refusal": [_dump(x) for x in state.logprobs_refusal]
-                if state.logprobs_refusal is not None
-                else None,
-            }
+        if full:
+            for key, parts in state.reasoning.items():
+                message[key] = "".join(parts)
+            for key, value in state.extra.items():
+                message[key] = _dump(value) if not isinstance(value, list) else [_dump(v) for v in value]
+            if calls:
+                self._ensure_ids(state, calls)
+            if state.logprobs_content is not None or state.logprobs_refusal is not None:
+                logprobs = {
+                    "content": _dump_all(state.logprobs_content),
+                    "refusal": _dump_all(state.logprobs_refusal),
+                }
+        if calls:
+            message["tool_calls"] = [_call_data(c, full) for c in calls]
         return {
             "index": state.index,
             "message": message,
@@ -977,11 +954,16 @@ def _ordered(calls: list[ToolCall]) -> list[ToolCall]:
     return sorted(calls, key=_order)
 
 
-def _call_data(call: ToolCall) -> dict[str, Any]:
-    data: dict[str, Any] = {k: _dump(v) for k, v in call._extra.items() if k != "function"}
+def _call_data(call: ToolCall, full: bool = True) -> dict[str, Any]:
+    extra = call._extra if full else {}
+    data: dict[str, Any] = {k: _dump(v) for k, v in extra.items() if k != "function"}
     function: dict[str, Any] = {"name": call._name or "", "arguments": call.arguments}
-    fextra = call._extra.get("function")
+    fextra = extra.get("function")
     if isinstance(fextra, dict):
         function.update({k: v for k, v in fextra.items() if k not in function})
-    data.update(id=call._id, type="function", function=function)
+    data.update(id=call._id or "", type="function", function=function)
     return data
+
+
+def _dump_all(items: list[Any] | None) -> list[Any] | None:
+    return None if items is None else [_dump(x) for x in items]
