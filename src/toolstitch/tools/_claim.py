@@ -136,15 +136,35 @@ def fingerprint(call: ToolCall) -> str:
 
 _HOST = socket.gethostname()
 _process: tuple[int, str] | None = None
+_process_lock = threading.Lock()
+
+
+def _after_fork() -> None:
+    # The child is another owner; a lock another thread held at the fork would never be released.
+    global _process, _process_lock
+    _process, _process_lock = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
 
 
 def _process_token() -> str:
-    """``host:pid:nonce`` of this process (a new nonce after a fork: the child is another owner)."""
+    """``host:pid:nonce`` of this process (a new nonce after a fork: the child is another owner).
+
+    Made once under a lock: two threads that raced to make it would each sign claims with their own
+    nonce, and :func:`_owner_gone` would then take the loser's live claims for a dead process's
+    (outcome unknown for a call that is still running).
+    """
     global _process
     pid = os.getpid()
-    if _process is None or _process[0] != pid:
-        _process = (pid, uuid.uuid4().hex[:12])
-    return f"{_HOST}:{pid}:{_process[1]}"
+    current = _process
+    if current is None or current[0] != pid:
+        with _process_lock:
+            current = _process
+            if current is None or current[0] != pid:
+                current = _process = (pid, uuid.uuid4().hex[:12])
+    return f"{_HOST}:{pid}:{current[1]}"
 
 
 def new_owner() -> str:
