@@ -355,3 +355,58 @@ def test_owner_tokens_made_by_racing_threads_are_all_alive(monkeypatch: pytest.M
         for t in threads:
             t.join(BOUND)
         assert len(owners) == 16 and not any(_claim._owner_gone(o) for o in owners)
+
+
+@pytest.mark.parametrize("read_only", [True, False])
+def test_racing_retries_after_a_killed_worker_run_a_read_only_call_once(
+    read_only: bool, tmp_path: Path
+) -> None:
+    from tests.tools.test_claims import _kill_mid_tool
+
+    db = _kill_mid_tool(tmp_path, read_only=read_only)
+    ran = Recorder()
+    op = tool(lambda: ran.add("op") or "fresh", name="op", read_only=read_only)
+    barrier = threading.Barrier(6, timeout=BOUND)
+    results: list[Any] = []
+
+    def retry() -> None:
+        with SQLiteLedger(db) as ledger, Toolbox([op]) as box:
+            barrier.wait()
+            results.extend(box.execute(sealed([("call_1", "op", "{}")]), ledger=ledger))
+
+    threads = [threading.Thread(target=retry) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(BOUND)
+    assert len(results) == 6
+    if read_only:
+        assert ran.calls == [("op", None)]
+        assert all(r.ok and r.value == "fresh" for r in results)
+    else:
+        assert ran.calls == []
+        assert all(r.reason == "outcome_unknown" for r in results)
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_hostile_scopes_and_ids_are_kept_apart_and_never_stuck(kind: str, tmp_path: Path) -> None:
+    # A lone surrogate cannot be bound as SQLite text; its stored form must neither fail (a
+    # conversation whose scope holds one would be stuck) nor equal another text's.
+    ran = Recorder()
+
+    @tool
+    def work(n: int) -> str:
+        ran.add("work", n)
+        return f"done {n}"
+
+    scopes = ["\udc80", '"\\udc80"', "a\x00b", "a\x00c", ""]
+    ids = ["\udc80", '"\\udc80"', "\udc80\ud800", "\U00010000", '"', "x\x00"]
+    for scope in scopes:
+        ledger = _ledger(kind, tmp_path, scope=scope)
+        with Toolbox([work]) as box:
+            for _ in range(2):
+                results = box.execute(sealed([(i, "work", '{"n": 1}') for i in ids]), ledger=ledger)
+                assert all(r.ok for r in results), [r.content for r in results]
+            assert {e.key for e in ledger.entries()} == set(ids)
+        ledger.close()
+    assert len(ran.calls) == len(scopes) * len(ids)

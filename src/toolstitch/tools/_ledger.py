@@ -182,12 +182,31 @@ FROM toolstitch_calls
 
 
 def _text(value: str) -> str:
-    """A key as SQLite can bind it: text with a lone surrogate (hostile ids) becomes its JSON form."""
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return json.dumps(value, ensure_ascii=True)
-    return value
+    """Text as SQLite can bind it, one-to-one.
+
+    A lone surrogate (hostile call ids and names, a scope made from one) cannot be bound; such text,
+    and text that starts with a double quote, is stored as its JSON form, which always starts with a
+    quote, so that two different texts never share a stored form (the PostgreSQL ledger does the
+    same).
+    """
+    if not value.startswith('"'):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            pass
+        else:
+            return value
+    return json.dumps(value, ensure_ascii=True)
+
+
+def _untext(stored: str) -> str:
+    """The text :func:`_text` stored."""
+    if stored.startswith('"'):
+        with contextlib.suppress(ValueError):
+            value = json.loads(stored)
+            if isinstance(value, str):
+                return value
+    return stored
 
 
 def _busy(exc: sqlite3.OperationalError) -> bool:
@@ -291,7 +310,7 @@ class SQLiteLedger(ClaimLedger):
         return self._retry(run)
 
     def _where(self, key: str, fp: str) -> tuple[str, str, str]:
-        return (self.scope, _text(key), fp)
+        return (_text(self.scope), _text(key), fp)
 
     # -- primitives ------------------------------------------------------------------------------
 
@@ -373,14 +392,15 @@ class SQLiteLedger(ClaimLedger):
         rows = self._retry(
             lambda: self._db.execute(
                 f"SELECT {_COLUMNS} FROM toolstitch_claims WHERE scope = ? ORDER BY started_at",
-                (self.scope,),
+                (_text(self.scope),),
             ).fetchall()
         )
         return [self._entry(None, r) for r in rows]
 
     def _entry(self, key: str | None, row: tuple[Any, ...]) -> LedgerEntry:
-        scope, stored_key, fp, name, state, owner, lease, started, finished, result_json = row
-        key = stored_key if key is None else key
+        _scope, stored_key, fp, stored_name, state, owner, lease, started, finished, result_json = row
+        key = _untext(stored_key) if key is None else key
+        name, scope = _untext(stored_name), self.scope
         if state == "finished":
             result = StoredResult.from_json(result_json)
             return finished_entry(key, fp, name, started, finished, result, owner, scope)
