@@ -10,8 +10,9 @@ loopback port, for tests that drive the real ``openai`` client over real HTTP.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -28,6 +29,12 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 ROOT = Path(__file__).resolve().parent.parent
 #: The provider transcripts beside the repository (never copied into it). Tests skip without them.
 TRANSCRIPTS = ROOT.parent / "shared" / "transcripts"
+
+
+def offered(names: Iterable[str]) -> list[dict[str, Any]]:
+    """Function tools with these names and no schema, for a request that must offer the tools its
+    stream calls (a request offering none refuses every call) while a test is about something else."""
+    return [{"type": "function", "function": {"name": n}} for n in sorted(set(names))]
 
 
 @pytest.fixture

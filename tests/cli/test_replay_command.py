@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import toolstitch as ts
+from tests.conftest import offered
 from toolstitch.cli._main import main
 from toolstitch.recording._report_text import display_width
 from toolstitch.testing import LocalServer, StreamScript, sse_body, tool_call_chunks
@@ -17,6 +18,7 @@ CALLS = [
     ("call_a", "get_weather", '{"city": "Zürich"}'),
     ("call_b", "get_weather", '{"city": "東京", "unit": '),  # cut short: never valid JSON
 ]
+TOOLS = offered(["get_weather"])  # offered, so call_a can be ready
 
 
 @pytest.fixture
@@ -26,7 +28,7 @@ def recording(tmp_path: Path) -> Path:
     with LocalServer() as server:
         server.enqueue(StreamScript(script, delay=0.001))
         client = ts.wrap(server.client(), record=tmp_path / "rec")
-        with client.chat.completions.create(model="m", messages=[], stream=True) as stream:
+        with client.chat.completions.create(model="m", messages=[], tools=TOOLS, stream=True) as stream:
             for _ in stream:
                 pass
     assert stream.recorder is not None and stream.recorder.path is not None

@@ -15,7 +15,7 @@ import pytest
 import vcr
 
 import toolstitch as ts
-from tests.conftest import ROOT
+from tests.conftest import ROOT, offered
 from tests.core.test_accumulator import seed_stream
 from toolstitch.testing import LocalServer, StreamScript, tool_call_chunks
 
@@ -67,9 +67,13 @@ def test_cassette_replays_to_the_same_calls(name: str) -> None:
     assert "sk-secret-never-recorded" not in text and "sk-replay" not in text
 
 
+# The tools the cases call, offered so their calls can be ready (a request offering none refuses them).
+TOOLS = offered(["get_weather", "convert_currency"])
+
+
 def _run(client: openai.OpenAI) -> list[ts.ToolCall]:
     stream = ts.wrap(client).chat.completions.create(
-        model="test-model", messages=[{"role": "user", "content": "hi"}], stream=True
+        model="test-model", messages=[{"role": "user", "content": "hi"}], tools=TOOLS, stream=True
     )
     stream.get_final_completion()
     return stream.tool_calls

@@ -25,7 +25,7 @@ import openai
 import pytest
 
 import toolstitch as ts
-from tests.conftest import TRANSCRIPTS
+from tests.conftest import TRANSCRIPTS, offered
 from toolstitch.testing import LocalServer, StreamScript
 
 FILES = sorted(TRANSCRIPTS.glob("*/*.sse")) if TRANSCRIPTS.is_dir() else []
@@ -45,7 +45,8 @@ def _sibling(path: Path, suffix: str) -> Path:
 
 
 def _request(path: Path) -> dict[str, Any]:
-    """The recorded request's model, messages and tools (or a minimal request without tools)."""
+    """The recorded request's model, messages and tools (or a minimal request offering the tools the
+    transcript's calls name)."""
     request_path = _sibling(path, ".request.json")
     body: dict[str, Any] = {}
     if request_path.exists():
@@ -56,6 +57,13 @@ def _request(path: Path) -> dict[str, Any]:
     }
     if body.get("tools"):
         out["tools"] = body["tools"]
+    else:
+        # The transcript kept no request: offer the tools its calls name, without schemas (a request
+        # offering no tool refuses every call; these tests are about assembling them).
+        expected = json.loads(_sibling(path, ".expected.json").read_text(encoding="utf-8"))
+        names = {c["name"] for choice in expected["choices"] for c in choice["tool_calls"]}
+        if names:
+            out["tools"] = offered(names)
     return out
 
 

@@ -1,5 +1,8 @@
 """The request is the contract (rule 10), over real HTTP with the real ``openai`` client.
 
+A request that offers no tool (neither ``tools`` nor ``functions``, or empty lists) makes every
+streamed call ``invalid`` (``UnknownTool``); legacy ``functions`` are offered tools like ``tools``.
+
 ``tools`` given as any iterable is read once: the SDK sends that list and the accumulator checks
 every call against it. ``tool_choice`` and ``parallel_tool_calls`` reach the accumulator, so a
 call the request forbade never comes out ``ready``.
@@ -192,7 +195,7 @@ def test_no_call_the_request_forbade_is_ever_ready(
     for call in calls:
         if call.status != "ready":
             continue
-        assert not offered or call.name in offered
+        assert call.name in offered  # a request that offers no tool makes no call ready
         assert choice != "none"
         assert choice not in NAMES or call.name == choice
         assert parallel is not False or call.index == 0
@@ -212,3 +215,92 @@ def test_the_contract_is_what_extra_body_sends(server: LocalServer) -> None:
     )
     assert server.requests[-1]["tools"] == [F]  # extra_body wins in the SDK, so it does here
     assert calls[0].status == "ready"
+
+
+# -- a request that offers no tool --------------------------------------------------------------
+
+NO_TOOLS: dict[str, dict[str, Any]] = {
+    "neither tools nor functions": {},
+    "tools=[]": {"tools": []},
+    "functions=[]": {"functions": []},
+    "extra_body tools=[]": {"extra_body": {"tools": []}},
+}
+
+
+def unknown(call: ts.ToolCall) -> bool:
+    return call.status == "invalid" and isinstance(call.error, ts.errors.UnknownTool)
+
+
+@pytest.mark.parametrize("case", NO_TOOLS)
+def test_a_request_offering_no_tool_makes_no_call_ready(server: LocalServer, case: str) -> None:
+    calls = contract_stream(server, [("c1", "f", '{"x": 1}'), ("c2", "g", "{}")], **NO_TOOLS[case])
+    assert [unknown(c) for c in calls] == [True, True]
+    assert "offered: none" in str(calls[0].error)
+    assert "tools" not in server.requests[-1] or server.requests[-1]["tools"] == []
+
+
+@pytest.mark.parametrize("case", NO_TOOLS)
+async def test_async_a_request_offering_no_tool_makes_no_call_ready(server: LocalServer, case: str) -> None:
+    server.enqueue(StreamScript(tool_call_chunks([("c1", "f", '{"x": 1}')])))
+    client = ts.wrap(server.async_client())
+    stream = await client.chat.completions.create(model="m", messages=MESSAGES, stream=True, **NO_TOOLS[case])
+    async with stream:
+        await stream.until_done()
+    assert [unknown(c) for c in stream.tool_calls] == [True]
+
+
+def test_a_raw_response_stream_offering_no_tool_makes_no_call_ready(server: LocalServer) -> None:
+    server.enqueue(StreamScript(tool_call_chunks([("c1", "f", '{"x": 1}')])))
+    raw = ts.wrap(server.client()).chat.completions.with_raw_response.create(
+        model="m", messages=MESSAGES, stream=True
+    )
+    stream = raw.parse()
+    stream.until_done()
+    assert [unknown(c) for c in stream.tool_calls] == [True]
+
+
+def test_the_sans_io_core_without_tools_still_checks_no_names() -> None:
+    """``Accumulator()`` does not see a request: tools not given are unknown, so names go unchecked
+    (only the wrapper, which sees the request, knows none were offered); an empty list offers none."""
+    for tools, ready in ((None, True), ([], False)):
+        acc = ts.Accumulator(tools)
+        for piece in tool_call_chunks([("c1", "f", '{"x": 1}')]):
+            acc.feed(piece)
+        acc.end()
+        assert [c.ready for c in acc.tool_calls] == [ready]
+
+
+LEGACY_F = {"name": "f", "parameters": F["function"]["parameters"]}
+
+
+def test_legacy_functions_are_the_offered_tools(server: LocalServer) -> None:
+    calls = contract_stream(
+        server,
+        [("c1", "f", '{"x": 1}'), ("c2", "g", '{"x": 1}'), ("c3", "f", '{"x": "1"}')],
+        functions=[LEGACY_F],
+    )
+    assert server.requests[-1]["functions"] == [LEGACY_F]
+    assert calls[0].status == "ready"
+    assert unknown(calls[1])  # g was never offered
+    assert isinstance(calls[2].error, ts.errors.SchemaViolation)  # checked against the function's schema
+
+
+async def test_async_legacy_functions_are_the_offered_tools(server: LocalServer) -> None:
+    server.enqueue(StreamScript(tool_call_chunks([("c1", "f", '{"x": 1}'), ("c2", "g", '{"x": 1}')])))
+    client = ts.wrap(server.async_client())
+    stream = await client.chat.completions.create(
+        model="m", messages=MESSAGES, stream=True, tools=[G], functions=[LEGACY_F]
+    )
+    async with stream:
+        await stream.until_done()
+    assert [c.status for c in stream.tool_calls] == ["ready", "ready"]  # tools and functions both offer
+
+
+def test_a_replay_refuses_what_a_request_offering_no_tool_refused(server: LocalServer, tmp_path: Any) -> None:
+    server.enqueue(StreamScript(tool_call_chunks([("c1", "f", '{"x": 1}')])))
+    client = ts.wrap(server.client(), record=tmp_path)
+    with client.chat.completions.create(model="m", messages=MESSAGES, stream=True) as stream:
+        stream.until_done()
+    (path,) = tmp_path.glob("*.jsonl")
+    replayed = ts.replay(path).until_done()
+    assert [unknown(c) for c in replayed.tool_calls] == [unknown(c) for c in stream.tool_calls] == [True]

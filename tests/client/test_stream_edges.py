@@ -9,9 +9,12 @@ from typing import Any
 import pytest
 
 import toolstitch as ts
+from tests.conftest import offered
 from toolstitch.testing import LocalServer, StreamScript, chunk
 
 MESSAGES = [{"role": "user", "content": "hi"}]
+# The tools the streams below call, without schemas: a request that offers no tool refuses every call.
+TOOLS = offered("fg")
 
 
 def _call(index: int, id: str, name: str, arguments: str) -> dict[str, Any]:
@@ -81,7 +84,9 @@ def _assert_choice_1_is_not_sealed(stream: Any) -> None:
 def test_closing_early_seals_nothing_on_the_strength_of_the_end(server: LocalServer) -> None:
     server.enqueue(StreamScript(TWO_CHOICES, delay=0.001))
     client = ts.wrap(server.client())
-    with client.chat.completions.create(model="m", messages=MESSAGES, n=2, stream=True) as stream:
+    with client.chat.completions.create(
+        model="m", messages=MESSAGES, tools=TOOLS, n=2, stream=True
+    ) as stream:
         for n, _ in enumerate(stream):
             if n == 2:  # choice 0 just finished; choice 1 has not
                 break
@@ -91,7 +96,9 @@ def test_closing_early_seals_nothing_on_the_strength_of_the_end(server: LocalSer
 async def test_closing_early_seals_nothing_async(server: LocalServer) -> None:
     server.enqueue(StreamScript(TWO_CHOICES, delay=0.001))
     client = ts.wrap(server.async_client())
-    async with await client.chat.completions.create(model="m", messages=MESSAGES, n=2, stream=True) as stream:
+    async with await client.chat.completions.create(
+        model="m", messages=MESSAGES, tools=TOOLS, n=2, stream=True
+    ) as stream:
         n = 0
         async for _ in stream:
             if n == 2:
@@ -163,7 +170,7 @@ def test_with_raw_response_streams_are_stitched_too(server: LocalServer) -> None
     client = ts.wrap(server.client())
     for completions in _raw_entry_points(client):
         server.enqueue(StreamScript(ONE_CALL))
-        raw = completions.create(model="m", messages=MESSAGES, stream=True)
+        raw = completions.create(model="m", messages=MESSAGES, tools=TOOLS, stream=True)
         assert raw.headers["content-type"].startswith("text/event-stream")
         stream = raw.parse()
         assert isinstance(stream, ts.StitchedStream)
@@ -177,7 +184,7 @@ async def test_with_raw_response_streams_are_stitched_async(server: LocalServer)
     client = ts.wrap(server.async_client())
     for completions in _raw_entry_points(client):
         server.enqueue(StreamScript(ONE_CALL))
-        raw = await completions.create(model="m", messages=MESSAGES, stream=True)
+        raw = await completions.create(model="m", messages=MESSAGES, tools=TOOLS, stream=True)
         stream = raw.parse()
         assert isinstance(stream, ts.AsyncStitchedStream)
         async with stream:
@@ -196,7 +203,9 @@ def test_a_replay_of_an_early_closed_stream_seals_what_the_live_stream_sealed(
 ) -> None:
     server.enqueue(StreamScript(TWO_CHOICES, delay=0.001))
     client = ts.wrap(server.client(), record=tmp_path)
-    with client.chat.completions.create(model="m", messages=MESSAGES, n=2, stream=True) as stream:
+    with client.chat.completions.create(
+        model="m", messages=MESSAGES, tools=TOOLS, n=2, stream=True
+    ) as stream:
         for n, _ in enumerate(stream):
             if n == 2:
                 break

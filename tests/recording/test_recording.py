@@ -17,7 +17,7 @@ import openai
 import pytest
 
 import toolstitch as ts
-from tests.conftest import TRANSCRIPTS
+from tests.conftest import TRANSCRIPTS, offered
 from toolstitch.errors import RecordingWarning
 from toolstitch.recording._replay import replay
 from toolstitch.testing import LocalServer, StreamScript, chunk, tool_call_chunks
@@ -398,7 +398,10 @@ def test_redaction_masks_argument_and_content_text_but_keeps_the_shape(
     server.enqueue(StreamScript(script))
     client = ts.wrap(server.client(), record=tmp_path, redact=True)
     stream = client.chat.completions.create(
-        model="m", messages=[{"role": "user", "content": "my address is Zürich"}], stream=True
+        model="m",
+        messages=[{"role": "user", "content": "my address is Zürich"}],
+        tools=offered(["get_weather"]),
+        stream=True,
     )
     consume(stream)
     text = stream.recorder.path.read_text(encoding="utf-8")

@@ -18,7 +18,7 @@ import pytest
 
 import toolstitch as ts
 import toolstitch.recording._replay as replay_module
-from tests.conftest import TRANSCRIPTS
+from tests.conftest import TRANSCRIPTS, offered
 from toolstitch.errors import RecordedError, RecordingFormatError
 from toolstitch.recording import replay
 from toolstitch.recording._recorder import FORMAT
@@ -86,9 +86,12 @@ def test_replaying_a_provider_body_gives_the_expected_calls(sse: Path) -> None:
 @needs_transcripts
 @pytest.mark.parametrize("sse", SSE_FILES[::4], ids=lambda p: p.stem)
 def test_replaying_a_body_matches_the_real_sdk_over_http(sse: Path) -> None:
+    expected = json.loads(sse.with_name(sse.name.replace(".sse", ".expected.json")).read_text())
+    tools = offered(c["name"] for choice in expected["choices"] for c in choice["tool_calls"])
     with LocalServer() as server:
         server.enqueue(StreamScript.from_sse(sse))
-        stream = ts.wrap(server.client()).chat.completions.create(model="m", messages=[], stream=True)
+        client = ts.wrap(server.client())
+        stream = client.chat.completions.create(model="m", messages=[], tools=tools, stream=True)
         try:
             chunks = [c.to_dict() for c in stream]
         except Exception:

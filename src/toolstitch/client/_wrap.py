@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 from ..core._accumulator import Accumulator
 from ..core._call import now
 from ..core._limits import Limits
+from ..core._seal import offered_tools
 from ..recording._recorder import Redact, recording_path, redact_parts
 from ._stream import AsyncStitchedStream, StitchedStream
 
@@ -84,9 +85,8 @@ class _Options:
 
     def accumulator(self, request: Mapping[str, Any], started_at: float) -> Accumulator:
         """An accumulator for one streamed request (``request`` as :func:`_read_request` made it)."""
-        tools = _sent(request, "tools")
         return Accumulator(
-            tools if isinstance(tools, list) else None,
+            _offered(request),
             tool_choice=_sent(request, "tool_choice"),
             parallel_tool_calls=_sent(request, "parallel_tool_calls"),
             limits=self.limits,
@@ -103,6 +103,12 @@ def _sent(request: Mapping[str, Any], key: str) -> Any:
     if isinstance(extra, Mapping) and key in extra:
         return _given(extra[key])
     return _given(request.get(key))
+
+
+def _offered(request: Mapping[str, Any]) -> list[Any] | None:
+    """The tools the request offered (rule 10: a request that sends neither ``tools`` nor
+    ``functions``, or empty lists, offers none, so every call it gets is ``invalid``)."""
+    return offered_tools(_sent(request, "tools"), _sent(request, "functions"))
 
 
 def _given(value: Any) -> Any:

@@ -140,9 +140,11 @@ class Accumulator:
 
     ``tools`` are the request's tools (dicts as sent to the SDK, from any iterable: it is read once,
     into a list); when given, sealed calls are checked against them: an unknown name or a schema
-    failure makes the call ``invalid``. ``tool_choice`` and ``parallel_tool_calls`` are the request's
-    values: a call that breaks them (``tool_choice="none"``, a forced function, every call after the
-    first of a choice under ``parallel_tool_calls=False``) is ``invalid`` with ``ContractViolation``.
+    failure makes the call ``invalid`` (an empty list offers no tool, so every call is ``invalid``
+    with ``UnknownTool``; ``None``, the default, means the tools are not known: names go
+    unchecked). ``tool_choice`` and ``parallel_tool_calls`` are the request's values: a call that
+    breaks them (``tool_choice="none"``, a forced function, every call after the first of a choice
+    under ``parallel_tool_calls=False``) is ``invalid`` with ``ContractViolation``.
     ``empty_arguments="object"`` reads ``""`` arguments as ``{}`` (recorded as an anomaly); the
     default ``"invalid"`` refuses them, since a missing value is not an empty one, except for a tool
     whose schema declares no properties, where ``""`` and ``{}`` cannot differ (also recorded).
@@ -177,6 +179,7 @@ class Accumulator:
             parallel_tool_calls=parallel_tool_calls,
         )
         self._recovery = TextToolCallRecovery(tool_list) if recover_text_tool_calls else None
+        self._offers_none = tool_list == []  # for check_options: a replay must refuse every call too
         self._empty_arguments: Literal["invalid", "object"] = empty_arguments  # for check_options
         self._choices: dict[int, _Choice] = {}
         self.anomalies: list[Anomaly] = []
@@ -231,12 +234,17 @@ class Accumulator:
     @property
     def check_options(self) -> dict[str, Any]:
         """How this accumulator checks calls, as plain data (limits, ``empty_arguments``,
-        ``recover_text_tool_calls``): what a recording stores so that a replay checks the same way."""
-        return {
+        ``recover_text_tool_calls``, and ``tools_offered: "none"`` when the tools are an empty list):
+        what a recording stores so that a replay checks the same way. The recorded request holds
+        the tools themselves; the marker tells "offered none" from "not known" (no request)."""
+        options: dict[str, Any] = {
             "limits": asdict(self.limits),
             "empty_arguments": self._empty_arguments,
             "recover_text_tool_calls": self._recovery is not None,
         }
+        if self._offers_none:
+            options["tools_offered"] = "none"
+        return options
 
     # -- feeding -----------------------------------------------------------------------------
 

@@ -28,7 +28,7 @@ from ._call import ToolCall, now
 from ._limits import Limits
 from ._schema import ToolSchemas, _as_mapping
 
-__all__ = ["CallChecks", "sealed_call"]
+__all__ = ["CallChecks", "offered_tools", "sealed_call"]
 
 
 def _choice_names(spec: Mapping[str, Any]) -> tuple[str, frozenset[str] | None]:
@@ -56,9 +56,19 @@ def _choice_names(spec: Mapping[str, Any]) -> tuple[str, frozenset[str] | None]:
     return "auto", None
 
 
+def offered_tools(tools: Any, functions: Any) -> list[Any] | None:
+    """The tools a request offered: its ``tools`` and its legacy ``functions`` (read in the ``tools``
+    shape), ``[]`` when it sent neither, so that every call is refused (rule 10). ``None`` (names
+    unchecked) when either is not a list: a value whose meaning cannot be read."""
+    if not isinstance(tools, list | None) or not isinstance(functions, list | None):
+        return None
+    return [*(tools or ()), *({"type": "function", "function": f} for f in functions or ())]
+
+
 class CallChecks:
     """What a sealed call is checked against: the request's tools, tool_choice, parallel_tool_calls.
 
+    ``tools`` None means "not known" (no name check); a list, even empty, is what the request offered.
     ``tool_choice`` and ``parallel_tool_calls`` take the values sent with the request (anything the
     SDK accepts: ``"none"``, ``"auto"``, ``"required"``, ``{"type": "function", ...}``, an
     ``allowed_tools`` object, or the SDK's ``NOT_GIVEN``/``omit``, which constrain nothing).
@@ -76,7 +86,9 @@ class CallChecks:
     ) -> None:
         if empty_arguments not in ("invalid", "object"):
             raise ValueError('empty_arguments must be "invalid" or "object"')
-        self.schemas = ToolSchemas(tools) if tools else None
+        # None: the tools are not known (a sans-I/O caller who did not pass them), so names are not
+        # checked. An empty list: the request offered none, so every call is an UnknownTool.
+        self.schemas = ToolSchemas(tools) if tools is not None else None
         self._empty_as_object = empty_arguments == "object"
         self._single = parallel_tool_calls is False
         self._mode = "auto"

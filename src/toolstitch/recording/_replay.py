@@ -37,6 +37,7 @@ from ..core._accumulator import Accumulator
 from ..core._anomaly import Anomaly
 from ..core._call import ToolCall
 from ..core._limits import Limits
+from ..core._seal import offered_tools
 from ..errors import RecordedError, RecordingFormatError
 from ._recorder import FORMAT
 from ._timeline import Timeline, TimelineBuilder
@@ -234,7 +235,9 @@ class Replay:
         request = header.get("request") if isinstance(header.get("request"), dict) else {}
         options = header.get("options") if isinstance(header.get("options"), dict) else {}
         assert isinstance(request, dict) and isinstance(options, dict)
-        tools = request.get("tools")
+        tools = offered_tools(request.get("tools"), request.get("functions"))
+        if tools == [] and options.get("tools_offered") != "none":
+            tools = None  # no tools recorded, and no marker that none were offered: not known
         limits = None
         if isinstance(options.get("limits"), dict):
             known = {f.name for f in fields(Limits)}
@@ -247,7 +250,7 @@ class Replay:
         )
         try:
             return Accumulator(
-                tools if isinstance(tools, list) else None,
+                tools,
                 limits=limits,
                 empty_arguments=empty,
                 started_at=0.0 if self.timed else None,
