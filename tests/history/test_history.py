@@ -33,6 +33,7 @@ from toolstitch.history import (
     call_error_text,
     ensure_valid_history,
     repair_history,
+    result_message,
     tool_message,
     tool_messages,
     validate_history,
@@ -1087,3 +1088,17 @@ def test_tool_messages_takes_executed_results_in_declared_order() -> None:
     assert [(m["tool_call_id"], m["content"]) for m in messages] == [("call_a", "A"), ("call_b", "B")]
     with pytest.raises(TypeError, match="pairs or executed results"):
         ts.tool_messages([object()])
+
+
+def test_executed_results_are_read_by_their_fields_not_called_back() -> None:
+    """History builds a result's message from ``.call``, ``.ok`` and ``.content``: any object with
+    those fields works (a ``ToolResult`` is one); nothing of the tools layer is called back."""
+    from types import SimpleNamespace
+
+    ok = SimpleNamespace(call=call(), ok=True, content='{"a":1}')
+    failed = SimpleNamespace(call=call(B), ok=False, content="Error: boom")
+    assert tool_messages([ok, failed]) == [
+        {"role": "tool", "tool_call_id": A, "content": '{"a":1}'},
+        {"role": "tool", "tool_call_id": B, "content": "Error: boom"},
+    ]
+    assert result_message(ok, "mistral") == tool_message(call(), '{"a":1}', dialect="mistral")

@@ -280,6 +280,15 @@ def test_a_refused_call_gets_a_tool_message_too() -> None:
     assert message["tool_call_id"] == "c1" and "cut off" in message["content"]
 
 
+def test_to_message_is_the_history_builder_of_the_result() -> None:
+    """``ToolResult.to_message`` delegates to ``history.result_message`` (which reads the fields)."""
+    [call] = sealed([("c1", "get", "{}")])
+    for result in (ToolResult(call, "ok", value={"a": 1}), ToolResult(call, "error", error="Error: boom")):
+        for dialect in ("openai", "mistral"):
+            assert result.to_message(dialect) == ts.history.result_message(result, dialect)
+            assert result.to_message(dialect) == ts.tool_messages([result], dialect=dialect)[0]
+
+
 def test_a_finished_call_id_is_not_executed_again() -> None:
     ran = Recorder()
 

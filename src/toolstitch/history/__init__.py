@@ -30,7 +30,7 @@ exceptions.
 What lives where, so that each concern can be read (and changed) on its own:
 
 * :mod:`._build`     builders: ``assistant_message``, ``tool_message``, ``tool_messages``,
-  ``call_error_text``.
+  ``result_message`` (an executed result, read by its fields), ``call_error_text``.
 * :mod:`._validate`  the validator: ``validate_history``, ``validate_request``,
   ``ensure_valid_history``, ``HistoryProblem`` and the ``_Checker`` that runs
   the rules.
@@ -47,7 +47,7 @@ Import from this package (``toolstitch.history``), not from the modules inside i
 
 from __future__ import annotations
 
-from ._build import assistant_message, call_error_text, tool_message, tool_messages
+from ._build import assistant_message, call_error_text, result_message, tool_message, tool_messages
 from ._dialects import DIALECT_NAMES, Dialect, get_dialect
 from ._repair import NOT_EXECUTED, RepairChange, RepairReport, repair_history
 from ._validate import (
@@ -69,6 +69,7 @@ __all__ = [
     "ensure_valid_history",
     "get_dialect",
     "repair_history",
+    "result_message",
     "tool_message",
     "tool_messages",
     "validate_history",

@@ -287,11 +287,32 @@ def tool_message(
     return _tool_dict(d.normalize_id(call_id), content, name, d)
 
 
+def result_message(result: Any, dialect: str | Dialect = "openai") -> Message:
+    """The tool message for an executed result (a ``ToolResult`` of ``Toolbox.execute``, or anything
+    with ``.call``, ``.ok`` and ``.content``), read from those fields as calls are read, so that
+    history never calls back into the tools layer. ``content`` is the value's text when ``ok``,
+    else the error the model is told.
+
+    Built from the call's id and name only: the call's stream status does not matter here, since
+    the gate (not the stream's check against the published schema) decided whether it ran.
+    """
+    call_id, name, _, _ = _call_facts(result.call)
+    answered = {"id": call_id, "type": "function", "function": {"name": name}}
+    if result.ok is True:
+        return tool_message(answered, result.content, dialect=dialect)
+    return tool_message(answered, error=result.content, dialect=dialect)
+
+
+def _is_result(item: Any) -> bool:
+    return all(hasattr(item, field) for field in ("call", "ok", "content"))
+
+
 def tool_messages(
     items: Iterable[tuple[ToolCallLike | Any, Any] | Any], *, dialect: str | Dialect = "openai"
 ) -> list[Message]:
     """One tool message per item: a ``(call, result)`` pair, or a result of ``Toolbox.execute``
-    (anything with ``.call`` and ``.to_message(dialect)``). An exception as a result (as
+    (anything with ``.call``, ``.ok`` and ``.content``: see :func:`result_message`; an object with
+    ``.call`` and its own ``.to_message(dialect)`` still works). An exception as a result (as
     ``asyncio.gather(..., return_exceptions=True)`` gives) is an error result.
 
     The messages come in the calls' index order when every call carries one (toolstitch
@@ -305,6 +326,8 @@ def tool_messages(
     for call, item in entries:
         if isinstance(item, tuple):
             out.append(tool_message(call, item[1], dialect=dialect))
+        elif _is_result(item):
+            out.append(result_message(item, dialect))
         else:
             out.append(item.to_message(dialect))
     return out
@@ -316,7 +339,7 @@ def _call_of(item: Any) -> Any:
         if len(item) != 2:
             raise TypeError("tool_messages() takes (call, result) pairs or executed results")
         return item[0]
-    if callable(getattr(item, "to_message", None)) and hasattr(item, "call"):
+    if _is_result(item) or (callable(getattr(item, "to_message", None)) and hasattr(item, "call")):
         return item.call
     raise TypeError(
         f"tool_messages() takes (call, result) pairs or executed results, got {type(item).__name__}"

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..core._call import ToolCall
-from ..history import tool_message
+from ..history import result_message
 from ..history._dialects import Dialect
 
 __all__ = ["CallTimings", "ResultStatus", "ToolResult"]
@@ -92,15 +92,8 @@ class ToolResult:
 
     def to_message(self, dialect: str | Dialect = "openai") -> dict[str, Any]:
         """The tool message answering the call (``ChatCompletionToolMessageParam``), shaped for
-        ``dialect`` like ``ts.tool_message`` does (the same id rewriting as ``assistant_message``).
-
-        Built from the call's id and name only: the call's stream status does not matter here, since
-        the gate (not the stream's check against the published schema) decided whether it ran.
-        """
-        answered = {"id": self.call.id, "type": "function", "function": {"name": self.call.name}}
-        if self.ok:
-            return tool_message(answered, self.content, dialect=dialect)
-        return tool_message(answered, error=self.content, dialect=dialect)
+        ``dialect`` like ``ts.tool_message`` does: ``toolstitch.history.result_message(self)``."""
+        return result_message(self, dialect)
 
     def __repr__(self) -> str:
         try:
