@@ -140,6 +140,8 @@ class StitchedStream(_Base[Any]):
     def __next__(self) -> ChatCompletionChunk:
         return next(self._iterator)
 
+    # The context-manager protocol, written out as Toolbox and testing.LocalServer write it: three
+    # lines each, typed for their own class, which a shared mixin would only hide.
     def __enter__(self) -> StitchedStream:
         return self
 

@@ -130,6 +130,8 @@ class _Choice:
 
 def _dump(value: Any) -> Any:
     """Plain data from an SDK model (once, at the end), or the value itself."""
+    # The other to-plain helpers (history's to_plain, recording's plain, the loop's _plain) live in
+    # layers above this one and do more (copies, JSON-safe text, dicts only); this is the core's one.
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json", exclude_unset=True)
     return value

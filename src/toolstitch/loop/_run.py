@@ -676,6 +676,9 @@ class _Turn:
 
 def _plain(value: Any) -> dict[str, Any]:
     """A message or call as a dict; anything that is not one (hostile history entries) is ``{}``."""
+    # Not history's to_plain (nor recording's plain): the loop reads a few top-level keys of history
+    # entries each step and needs a dict; to_plain copies every level, which would cost the whole
+    # history's size per step, and plain turns values into JSON text. Same name, other jobs.
     try:
         if isinstance(value, Mapping):
             return dict(value)
@@ -801,6 +804,8 @@ async def _aresume(loop: _Loop, calls: list[ToolCall]) -> None:
     loop.resumed(calls, results, t0)
 
 
+# _aresume and _astep repeat _resume and _step line for line but for ``await``/``async for``/
+# ``async with``: every decision is in _Loop and _Turn, shared; what is left cannot be one function.
 async def _astep(loop: _Loop, wrapped: Any, model: str, index: int) -> StopReason | None:
     turn = loop.begin_step(index)
     async for attempt in tenacity.AsyncRetrying(sleep=asyncio.sleep, **turn.retrying_kwargs()):
