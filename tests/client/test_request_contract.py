@@ -304,3 +304,18 @@ def test_a_replay_refuses_what_a_request_offering_no_tool_refused(server: LocalS
     (path,) = tmp_path.glob("*.jsonl")
     replayed = ts.replay(path).until_done()
     assert [unknown(c) for c in replayed.tool_calls] == [unknown(c) for c in stream.tool_calls] == [True]
+
+
+def test_a_legacy_function_call_is_the_tool_choice(server: LocalServer) -> None:
+    two = [("c1", "g", '{"x": 1}'), ("c2", "f", '{"x": 2}')]
+    legacy_g = {"name": "g", "parameters": G["function"]["parameters"]}
+    calls = contract_stream(server, two, functions=[LEGACY_F, legacy_g], function_call={"name": "f"})
+    assert server.requests[-1]["function_call"] == {"name": "f"}
+    assert refused(calls[0]) and calls[1].status == "ready"  # f was forced
+    calls = contract_stream(server, two, functions=[LEGACY_F, legacy_g], function_call="none")
+    assert all(refused(c) for c in calls)
+    calls = contract_stream(server, two, functions=[LEGACY_F, legacy_g], function_call="auto")
+    assert [c.status for c in calls] == ["ready", "ready"]
+    # tool_choice, when sent, is the one that counts
+    calls = contract_stream(server, two, tools=[F, G], tool_choice="auto", function_call="none")
+    assert [c.status for c in calls] == ["ready", "ready"]

@@ -87,7 +87,7 @@ class _Options:
         """An accumulator for one streamed request (``request`` as :func:`_read_request` made it)."""
         return Accumulator(
             _offered(request),
-            tool_choice=_sent(request, "tool_choice"),
+            tool_choice=_tool_choice(request),
             parallel_tool_calls=_sent(request, "parallel_tool_calls"),
             limits=self.limits,
             empty_arguments=self.empty_arguments,
@@ -111,6 +111,18 @@ def _offered(request: Mapping[str, Any]) -> list[Any] | None:
     return offered_tools(_sent(request, "tools"), _sent(request, "functions"))
 
 
+def _tool_choice(request: Mapping[str, Any]) -> Any:
+    """The request's ``tool_choice``; without one, its legacy ``function_call`` in the same terms
+    (``"none"``, ``"auto"``, or ``{"name": ...}`` forcing that function)."""
+    choice = _sent(request, "tool_choice")
+    if choice is not None:
+        return choice
+    legacy = _sent(request, "function_call")
+    if isinstance(legacy, Mapping):
+        return {"type": "function", "function": {"name": legacy.get("name")}}
+    return legacy
+
+
 def _given(value: Any) -> Any:
     """``value``, or ``None`` for the SDK's "not given" sentinels (``NOT_GIVEN``, ``omit``), which
     send nothing: the request then has no ``tool_choice`` (or ``parallel_tool_calls``) to enforce."""
@@ -124,8 +136,8 @@ def _read_request(kwargs: dict[str, Any]) -> tuple[dict[str, Any], float]:
     ``dict.values()``, ``map``, a tuple) is read here, once, into a list; that same list goes to the
     SDK and to the accumulator, so every call is checked against exactly the tools the model was
     offered (read twice, a generator would be sent by the SDK and be empty for the check). Its
-    ``tool_choice`` and ``parallel_tool_calls`` go to the accumulator too, which refuses the calls
-    they forbid (``ContractViolation``).
+    ``tool_choice`` (or legacy ``function_call``) and ``parallel_tool_calls`` go to the accumulator
+    too, which refuses the calls they forbid (``ContractViolation``).
     """
     started = now()
     tools = kwargs.get("tools")
