@@ -319,3 +319,25 @@ def test_a_legacy_function_call_is_the_tool_choice(server: LocalServer) -> None:
     # tool_choice, when sent, is the one that counts
     calls = contract_stream(server, two, tools=[F, G], tool_choice="auto", function_call="none")
     assert [c.status for c in calls] == ["ready", "ready"]
+
+
+@pytest.mark.parametrize(
+    "request_",
+    [
+        {"tools": [F], "tool_choice": "none"},
+        {"tools": [F], "parallel_tool_calls": False},
+        {"tools": [F, G], "tool_choice": {"type": "function", "function": {"name": "g"}}},
+        {"functions": [LEGACY_F], "function_call": "none"},
+    ],
+)
+def test_a_replay_refuses_what_the_request_forbade(server: LocalServer, tmp_path: Any, request_: Any) -> None:
+    server.enqueue(StreamScript(tool_call_chunks([("c1", "f", '{"x": 1}'), ("c2", "f", '{"x": 2}')])))
+    client = ts.wrap(server.client(), record=tmp_path)
+    with client.chat.completions.create(model="m", messages=MESSAGES, stream=True, **request_) as stream:
+        stream.until_done()
+    (path,) = tmp_path.glob("*.jsonl")
+    replayed = ts.replay(path).until_done()
+    assert any(refused(c) for c in stream.tool_calls)
+    assert [(c.status, type(c.error)) for c in replayed.tool_calls] == [
+        (c.status, type(c.error)) for c in stream.tool_calls
+    ]

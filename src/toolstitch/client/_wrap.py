@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 from ..core._accumulator import Accumulator
 from ..core._call import now
 from ..core._limits import Limits
-from ..core._seal import offered_tools
+from ..core._seal import offered_tools, requested_choice
 from ..recording._recorder import Redact, recording_path, redact_parts
 from ._stream import AsyncStitchedStream, StitchedStream
 
@@ -87,7 +87,7 @@ class _Options:
         """An accumulator for one streamed request (``request`` as :func:`_read_request` made it)."""
         return Accumulator(
             _offered(request),
-            tool_choice=_tool_choice(request),
+            tool_choice=requested_choice(_sent(request, "tool_choice"), _sent(request, "function_call")),
             parallel_tool_calls=_sent(request, "parallel_tool_calls"),
             limits=self.limits,
             empty_arguments=self.empty_arguments,
@@ -109,18 +109,6 @@ def _offered(request: Mapping[str, Any]) -> list[Any] | None:
     """The tools the request offered (rule 10: a request that sends neither ``tools`` nor
     ``functions``, or empty lists, offers none, so every call it gets is ``invalid``)."""
     return offered_tools(_sent(request, "tools"), _sent(request, "functions"))
-
-
-def _tool_choice(request: Mapping[str, Any]) -> Any:
-    """The request's ``tool_choice``; without one, its legacy ``function_call`` in the same terms
-    (``"none"``, ``"auto"``, or ``{"name": ...}`` forcing that function)."""
-    choice = _sent(request, "tool_choice")
-    if choice is not None:
-        return choice
-    legacy = _sent(request, "function_call")
-    if isinstance(legacy, Mapping):
-        return {"type": "function", "function": {"name": legacy.get("name")}}
-    return legacy
 
 
 def _given(value: Any) -> Any:

@@ -28,7 +28,7 @@ from ._call import ToolCall, now
 from ._limits import Limits
 from ._schema import ToolSchemas, _as_mapping
 
-__all__ = ["CallChecks", "offered_tools", "sealed_call"]
+__all__ = ["CallChecks", "offered_tools", "requested_choice", "sealed_call"]
 
 
 def _choice_names(spec: Mapping[str, Any]) -> tuple[str, frozenset[str] | None]:
@@ -63,6 +63,16 @@ def offered_tools(tools: Any, functions: Any) -> list[Any] | None:
     if not isinstance(tools, list | None) or not isinstance(functions, list | None):
         return None
     return [*(tools or ()), *({"type": "function", "function": f} for f in functions or ())]
+
+
+def requested_choice(tool_choice: Any, function_call: Any) -> Any:
+    """The request's ``tool_choice``; without one, its legacy ``function_call`` in the same terms
+    (``"none"``, ``"auto"``, or ``{"name": ...}`` forcing that function)."""
+    if tool_choice is not None:
+        return tool_choice
+    if isinstance(function_call, Mapping):
+        return {"type": "function", "function": {"name": function_call.get("name")}}
+    return function_call
 
 
 class CallChecks:

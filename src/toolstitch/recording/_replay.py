@@ -37,7 +37,7 @@ from ..core._accumulator import Accumulator
 from ..core._anomaly import Anomaly
 from ..core._call import ToolCall
 from ..core._limits import Limits
-from ..core._seal import offered_tools
+from ..core._seal import offered_tools, requested_choice
 from ..errors import RecordedError, RecordingFormatError
 from ._recorder import FORMAT
 from ._timeline import Timeline, TimelineBuilder
@@ -256,6 +256,9 @@ class Replay:
                 started_at=0.0 if self.timed else None,
                 clock=self._clock if self.timed else None,
                 recover_text_tool_calls=options.get("recover_text_tool_calls") is True,
+                # The recorded contract, so a replay refuses what the live stream refused.
+                tool_choice=requested_choice(request.get("tool_choice"), request.get("function_call")),
+                parallel_tool_calls=request.get("parallel_tool_calls"),
             )
         except Exception as exc:  # fail closed: recorded tools the core cannot take, one clear error
             raise RecordingFormatError(
