@@ -9,6 +9,7 @@ reason, and nothing runs. Executions are counted by the tools' own side effects.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sqlite3
 import stat
@@ -410,3 +411,71 @@ def test_hostile_scopes_and_ids_are_kept_apart_and_never_stuck(kind: str, tmp_pa
             assert {e.key for e in ledger.entries()} == set(ids)
         ledger.close()
     assert len(ran.calls) == len(scopes) * len(ids)
+
+
+# ----------------------------------------------------------------------------- confirmations
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_confirmation_that_swallows_its_cancellation_never_launches_the_tool(mode: str) -> None:
+    # The person answers "yes" after the batch gave up on the call: it was reported not_started and
+    # its claim released, so running it now would be a run nobody sees (and a retry a second one).
+    ran = Recorder()
+    answered = threading.Event()
+
+    async def stubborn(call: Any, t: Any) -> bool:
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.sleep(BOUND)
+        answered.set()
+        return True
+
+    @tool(confirm=True)
+    def delete() -> str:
+        ran.add("delete")
+        return "deleted"
+
+    ledger = Ledger()
+    [call] = sealed([("d", "delete", "{}")])
+    box = Toolbox([delete], confirm=stubborn, total_timeout=0.2)
+    try:
+        if mode == "sync":
+            [result] = box.execute([call], ledger=ledger)
+        else:
+            [result] = asyncio.run(box.aexecute([call], ledger=ledger))
+        assert answered.wait(BOUND)
+    finally:
+        box.close()
+    assert result.reason == "not_started"
+    assert ran.calls == []
+    assert ledger.get("d", fingerprint(call)) is None
+    with Toolbox([delete], confirm=lambda c, t: True) as again:
+        [retry] = again.execute([call], ledger=ledger)
+    assert retry.ok and ran.calls == [("delete", None)]
+
+
+@pytest.mark.parametrize("exc", [KeyboardInterrupt, SystemExit])
+@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_a_confirmation_raising_a_base_exception_refuses_the_call(mode: str, kind: str, exc: type) -> None:
+    ran = Recorder()
+
+    def confirm(call: Any, t: Any) -> bool:
+        raise exc("no")
+
+    async def aconfirm(call: Any, t: Any) -> bool:
+        raise exc("no")
+
+    @tool(confirm=True)
+    def delete() -> str:
+        ran.add("delete")
+        return "deleted"
+
+    ledger = Ledger()
+    [call] = sealed([("d", "delete", "{}")])
+    with Toolbox([delete], confirm=confirm if kind == "sync" else aconfirm, total_timeout=BOUND) as box:
+        if mode == "sync":
+            [result] = box.execute([call], ledger=ledger)
+        else:
+            [result] = asyncio.run(box.aexecute([call], ledger=ledger))
+    assert ran.calls == [] and result.status == "refused"
+    assert ledger.get("d", fingerprint(call)) is None

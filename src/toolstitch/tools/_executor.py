@@ -191,6 +191,9 @@ class _Job:
     """The tool's own future once launched (``concurrent.futures.Future`` or ``asyncio.Task``)."""
     never_started: bool = False
     """The tool was cancelled before it began (still queued), or never launched."""
+    closed: bool = False
+    """The batch gave up on this job (out of time, interrupted): it must never launch its tool, even
+    when a confirmation that swallowed its cancellation answers later."""
 
 
 Hook = Callable[..., None]
@@ -476,7 +479,9 @@ async def _confirm(box: Toolbox, job: _Job) -> Refusal | None:
             answer = await _in_thread(callback, job.call, job.tool)
         if inspect.isawaitable(answer):
             answer = await answer
-    except Exception as exc:
+    except (asyncio.CancelledError, GeneratorExit):
+        raise
+    except BaseException as exc:  # a SystemExit or KeyboardInterrupt raised by the callback refuses too
         return _callback_failed(job, exc)
     finally:
         job.timings.confirmation = now() - t0
@@ -553,6 +558,9 @@ async def _run_job(
     finally:
         if next_turn is not None:
             next_turn.set()
+    if job.closed:  # given up while it waited (a callback that swallowed its cancellation)
+        job.never_started = True
+        return
     loop = asyncio.get_running_loop()
     job.launched_at = job.started.launched_at if job.started is not None else now()
     if job.started is not None:
@@ -595,11 +603,15 @@ async def _drive(batch: _Batch, jobs: list[_Job], total: float | None) -> None:
     try:
         _, pending = await asyncio.wait(tasks, timeout=total)
     except BaseException:
+        for job in jobs:
+            job.closed = True
         await _cancel_all(batch, tasks)
         for job in jobs:
             await batch.settle_claim(job, None)
         raise
     if pending:
+        for task in pending:
+            tasks[task].closed = True  # before cancelling: no tool launches after the deadline
         await _cancel_all(batch, pending)
     for task, job in tasks.items():
         if task in pending or task.cancelled():
