@@ -599,3 +599,18 @@ def test_a_failure_building_the_message_keeps_its_calls(monkeypatch: pytest.Monk
     message = acc.get_final_completion().choices[0].message
     assert [c.id for c in message.tool_calls or []] == ["a"]
     assert "internal_error" in codes(acc)
+
+
+def test_a_late_fragment_leaves_an_incomplete_call_incomplete() -> None:
+    """Found by the fuzzer: a call sealed ``incomplete`` (finish_reason ``length``) is frozen too; a
+    later fragment is an anomaly, never a change of status (and never ``ready``)."""
+    acc = ts.Accumulator()
+    acc.feed({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_a"}]}}]})
+    acc.feed({"choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]})
+    assert acc.calls()[0].status == "incomplete"
+    late = {"index": 0, "function": {"arguments": "{}"}}
+    acc.feed({"choices": [{"index": 0, "delta": {"tool_calls": [late]}, "finish_reason": "tool_calls"}]})
+    call = acc.calls()[0]
+    assert call.status == "incomplete"
+    assert call.arguments == ""
+    assert "fragment_after_finish" in {a.code for a in acc.anomalies}

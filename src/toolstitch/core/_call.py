@@ -375,7 +375,13 @@ class ToolCall:
         )
 
     def _reject_late(self, text: str) -> None:
-        """A non-empty fragment arrived after sealing: keep the text frozen, refuse the call."""
+        """A non-empty fragment arrived after sealing: keep the text frozen, refuse the call.
+
+        An ``incomplete`` call stays ``incomplete``: it was already refused, and its status is what
+        the stream's end decided (frozen like any sealed call); the accumulator records the anomaly.
+        """
+        if self._status == "incomplete":
+            return
         keep = self._sample_chars
         error = self._error
         if isinstance(error, LateFragment):
