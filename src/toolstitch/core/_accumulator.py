@@ -59,6 +59,7 @@ from ._read import ChoicePiece, InBandError, ToolFragment, read_chunk, show
 from ._recover import TextToolCallRecovery
 from ._route import SKIP, CallTable, apply_identity, argument_text, ensure_ids, open_call, resolve_call
 from ._seal import CallChecks
+from ._serialisable import serialisable
 
 __all__ = ["Accumulator", "StreamMetrics"]
 
@@ -846,6 +847,12 @@ class Accumulator:
         """
         self.end()
         data = self._completion_data()
+        try:
+            data, problems = serialisable(data)
+        except Exception as exc:  # fail closed: keep the data as built, and say so
+            problems = [f"{type(exc).__name__} while checking the completion is serialisable"]
+        for problem in problems:
+            self._record(Anomaly(AnomalyCode.MALFORMED_CHUNK, f"in the completion: {problem}"), None, [])
         unfinished = [c.index for c in self._choices.values() if c.finish_reason is None]
         if self.error is not None or unfinished or not self._choices:
             if self.error is not None:
