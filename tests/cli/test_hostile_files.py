@@ -215,8 +215,9 @@ def test_lone_surrogates_are_escaped_not_lost(tmp_path: Path) -> None:
     USABLE_RECORDINGS["lone-surrogates"](path)
     result = run_cli("replay", str(path), "--json")
     report = strict_json(result.stdout)
-    # The JSON escape reads back as the very same (invalid) character.
-    assert report["content"]["0"] == "half \ud83d and \udc80 here"
+    # The completion must serialise, so its content cannot hold them: each lone surrogate is U+FFFD
+    # there (and noted); the call keeps its text exactly.
+    assert report["content"]["0"] == "half \ufffd and \ufffd here"
     call = report["calls"][0]
     assert call["status"] != "ready"  # not valid Unicode: never executable
     assert call["arguments"] in ('{"path": "/data/old\udc80"}', "")  # kept exactly, or refused whole
