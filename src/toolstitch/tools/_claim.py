@@ -645,3 +645,31 @@ def stored_result(result: Any) -> StoredResult:
         error if isinstance(error, str) else None,
         getattr(result, "value", None),
     )
+
+
+def stored_text(value: str) -> str:
+    """Text as a database can bind and store it, one-to-one (the SQLite and PostgreSQL ledgers).
+
+    Neither holds a lone surrogate (hostile call ids and names, a scope made from one), and
+    PostgreSQL's text holds no NUL: such text, and text that starts with a double quote, is stored as
+    its JSON form, which always starts with a quote, so that two different texts never share a
+    stored form. :func:`loaded_text` reads it back.
+    """
+    if not value.startswith('"') and "\x00" not in value:
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            pass
+        else:
+            return value
+    return json.dumps(value, ensure_ascii=True)
+
+
+def loaded_text(stored: str) -> str:
+    """The text :func:`stored_text` stored."""
+    if stored.startswith('"'):
+        with contextlib.suppress(ValueError):
+            value = json.loads(stored)
+            if isinstance(value, str):
+                return value
+    return stored

@@ -18,7 +18,6 @@ and use at once.
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import sqlite3
 import threading
@@ -36,6 +35,8 @@ from ._claim import (
     StoredResult,
     fingerprint,
     finished_entry,
+    loaded_text,
+    stored_text,
 )
 
 __all__ = ["ClaimLedger", "Ledger", "LedgerEntry", "SQLiteLedger", "fingerprint"]
@@ -181,34 +182,6 @@ FROM toolstitch_calls
 """
 
 
-def _text(value: str) -> str:
-    """Text as SQLite can bind it, one-to-one.
-
-    A lone surrogate (hostile call ids and names, a scope made from one) cannot be bound; such text,
-    and text that starts with a double quote, is stored as its JSON form, which always starts with a
-    quote, so that two different texts never share a stored form (the PostgreSQL ledger does the
-    same).
-    """
-    if not value.startswith('"'):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            pass
-        else:
-            return value
-    return json.dumps(value, ensure_ascii=True)
-
-
-def _untext(stored: str) -> str:
-    """The text :func:`_text` stored."""
-    if stored.startswith('"'):
-        with contextlib.suppress(ValueError):
-            value = json.loads(stored)
-            if isinstance(value, str):
-                return value
-    return stored
-
-
 def _busy(exc: sqlite3.OperationalError) -> bool:
     text = str(exc).lower()
     return "locked" in text or "busy" in text
@@ -310,7 +283,7 @@ class SQLiteLedger(ClaimLedger):
         return self._retry(run)
 
     def _where(self, key: str, fp: str) -> tuple[str, str, str]:
-        return (_text(self.scope), _text(key), fp)
+        return (stored_text(self.scope), stored_text(key), fp)
 
     # -- primitives ------------------------------------------------------------------------------
 
@@ -321,7 +294,7 @@ class SQLiteLedger(ClaimLedger):
                     f"INSERT INTO toolstitch_claims ({_COLUMNS})"
                     " VALUES (?, ?, ?, ?, 'started', ?, ?, ?, NULL, NULL)"
                     " ON CONFLICT (scope, call_key, fingerprint) DO NOTHING",
-                    (*self._where(key, fp), _text(name), owner, lease_expires, time.time()),
+                    (*self._where(key, fp), stored_text(name), owner, lease_expires, time.time()),
                 ).rowcount
                 row = self._select(key, fp)
             return Claim(inserted == 1, None if row is None else self._entry(key, row))
@@ -392,15 +365,15 @@ class SQLiteLedger(ClaimLedger):
         rows = self._retry(
             lambda: self._db.execute(
                 f"SELECT {_COLUMNS} FROM toolstitch_claims WHERE scope = ? ORDER BY started_at",
-                (_text(self.scope),),
+                (stored_text(self.scope),),
             ).fetchall()
         )
         return [self._entry(None, r) for r in rows]
 
     def _entry(self, key: str | None, row: tuple[Any, ...]) -> LedgerEntry:
         _scope, stored_key, fp, stored_name, state, owner, lease, started, finished, result_json = row
-        key = _untext(stored_key) if key is None else key
-        name, scope = _untext(stored_name), self.scope
+        key = loaded_text(stored_key) if key is None else key
+        name, scope = loaded_text(stored_name), self.scope
         if state == "finished":
             result = StoredResult.from_json(result_json)
             return finished_entry(key, fp, name, started, finished, result, owner, scope)

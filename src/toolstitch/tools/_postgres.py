@@ -67,7 +67,9 @@ from ._claim import (
     StoredResult,
     Verdict,
     finished_entry,
+    loaded_text,
     new_owner,
+    stored_text,
 )
 
 if TYPE_CHECKING:
@@ -84,32 +86,6 @@ T = TypeVar("T")
 _IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]{0,47}")
 _VERSIONS = "toolstitch_schema_versions"
 _MAX_SECONDS = 1e9  # leases are clamped to about 30 years either way: no interval overflow
-
-
-def _text(value: str) -> str:
-    """Text as PostgreSQL can store it, one-to-one.
-
-    PostgreSQL text holds neither NUL nor lone surrogates (hostile call ids do); such text, and text
-    that starts with a double quote, is stored as its JSON form, which always starts with a quote,
-    so that two different texts never share a stored form.
-    """
-    if not value.startswith('"') and "\x00" not in value:
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            pass
-        else:
-            return value
-    return json.dumps(value, ensure_ascii=True)
-
-
-def _untext(stored: str) -> str:
-    if stored.startswith('"'):
-        with contextlib.suppress(ValueError):
-            value = json.loads(stored)
-            if isinstance(value, str):
-                return value
-    return stored
 
 
 # A surrogate escape that is not part of a valid pair, or a NUL escape: jsonb refuses both.
@@ -287,7 +263,7 @@ class PostgresLedger(ClaimLedger):
             given: Any = target.kwargs
             if isinstance(given, dict):  # (kwargs made per connection by a callable are not reused)
                 self._kwargs = {k: v for k, v in given.items() if k != "autocommit"}
-        self._scope = _text(scope)
+        self._scope = stored_text(scope)
         self._ready = False
         # The sync side: one connection (or the pool), one statement at a time.
         self._lock = threading.Lock()
@@ -481,12 +457,12 @@ class PostgresLedger(ClaimLedger):
     # ------------------------------------------------------------------------- rows
 
     def _params(self, key: str, fp: str, **more: Any) -> dict[str, Any]:
-        return {"scope": self._scope, "key": _text(key), "fp": fp, **more}
+        return {"scope": self._scope, "key": stored_text(key), "fp": fp, **more}
 
     def _entry(self, key: str | None, row: Sequence[Any]) -> LedgerEntry:
         _scope, stored_key, fp, name, state, owner, started, finished, lease_left, result = row
-        key = _untext(stored_key) if key is None else key
-        name = _untext(name)
+        key = loaded_text(stored_key) if key is None else key
+        name = loaded_text(name)
         if state == "finished":
             return finished_entry(key, fp, name, started, finished, _stored(result), owner, self.scope)
         # The lease as an instant on this machine's clock (the database counted the time left).
@@ -506,7 +482,8 @@ class PostgresLedger(ClaimLedger):
     # ------------------------------------------------------------------------- sync primitives
 
     def try_claim(self, key: str, fp: str, name: str, owner: str, lease_expires: float) -> Claim:
-        params = self._params(key, fp, name=_text(name), owner=owner, secs=_seconds_from_now(lease_expires))
+        secs = _seconds_from_now(lease_expires)
+        params = self._params(key, fp, name=stored_text(name), owner=owner, secs=secs)
         row = self._call(lambda c: c.execute(self._sql.claim, params).fetchone())
         return self._claim_from(key, owner, row)
 
@@ -525,7 +502,7 @@ class PostgresLedger(ClaimLedger):
     def _renew_params(self, claims: Sequence[tuple[str, str, str]], lease_expires: float) -> dict[str, Any]:
         return {
             "scope": self._scope,
-            "keys": [_text(k) for k, _, _ in claims],
+            "keys": [stored_text(k) for k, _, _ in claims],
             "fps": [f for _, f, _ in claims],
             "owners": [o for _, _, o in claims],
             "secs": _seconds_from_now(lease_expires),
@@ -568,7 +545,8 @@ class PostgresLedger(ClaimLedger):
 
     async def atry_claim(self, key: str, fp: str, name: str, owner: str, lease_expires: float) -> Claim:
         """The async :meth:`try_claim`."""
-        params = self._params(key, fp, name=_text(name), owner=owner, secs=_seconds_from_now(lease_expires))
+        secs = _seconds_from_now(lease_expires)
+        params = self._params(key, fp, name=stored_text(name), owner=owner, secs=secs)
 
         async def run(c: psycopg.AsyncConnection[Any]) -> Any:
             return await (await c.execute(self._sql.claim, params)).fetchone()
@@ -619,7 +597,9 @@ class PostgresLedger(ClaimLedger):
         task.add_done_callback(lambda t: t.cancelled() or t.exception())  # retrieved: no warning
 
     async def _adecide(self, key: str, fp: str, name: str, read_only: bool) -> Verdict:
-        # Mirrors ClaimLedger.acquire step for step (see the protocol in ._claim).
+        # Mirrors ClaimLedger.acquire step for step (see the protocol in ._claim). Kept apart from the
+        # shared plan because this ledger registers each won claim with its heartbeat (``_hold``)
+        # inside the same step, and releases on the async connection when cancelled.
         for _ in range(16):
             owner = new_owner()
             claim = await self.atry_claim(key, fp, name, owner, self._expiry())
