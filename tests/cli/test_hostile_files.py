@@ -30,6 +30,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import toolstitch
+from tests.conftest import examples
 from toolstitch.cli import main
 from toolstitch.errors import IncompleteStreamError, RecordingFormatError
 from toolstitch.recording._replay import replay
@@ -368,7 +369,7 @@ def replay_everything(path: Path) -> None:
     report_html(replayed)
 
 
-@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(60), suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(lines=RECORD_LINES)
 def test_any_recording_shaped_file_replays_or_is_refused(lines: list[dict[str, Any]], tmp_path: Path) -> None:
     path = tmp_path / "r.jsonl"
@@ -376,7 +377,7 @@ def test_any_recording_shaped_file_replays_or_is_refused(lines: list[dict[str, A
     replay_everything(path)
 
 
-@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(60), suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.binary(max_size=300) | st.text(max_size=300).map(lambda t: t.encode("utf-8", "surrogatepass")))
 def test_any_bytes_replay_or_are_refused(data: bytes, tmp_path: Path) -> None:
     path = tmp_path / "b.jsonl"

@@ -25,6 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import toolstitch as ts
+from tests.conftest import examples
 from tests.core.test_adversarial_mutations import STREAMS, _finished_choices, _mutate
 from toolstitch.testing import LocalServer, StreamScript
 
@@ -81,7 +82,7 @@ def _kwargs(tools: list[Any] | None) -> dict[str, Any]:
     return kwargs
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_mutated_streams_over_http_sync(shared_server: LocalServer, data: st.DataObject) -> None:
     script, tools, cut = _script(data)
@@ -98,7 +99,7 @@ def test_mutated_streams_over_http_sync(shared_server: LocalServer, data: st.Dat
         _check_completion(stream.get_final_completion())
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_mutated_streams_over_http_async(shared_server: LocalServer, data: st.DataObject) -> None:
     script, tools, cut = _script(data)

@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import toolstitch as ts
+from tests.conftest import examples
 from toolstitch.testing import LocalServer, StreamScript, tool_call_chunks
 
 MESSAGES = [{"role": "user", "content": "hi"}]
@@ -169,7 +170,7 @@ def test_generator_tools_with_a_forced_choice(server: LocalServer) -> None:
 NAMES = ["f", "g", "h"]
 
 
-@settings(max_examples=30)
+@settings(max_examples=examples(30))
 @given(
     called=st.lists(st.sampled_from(NAMES), min_size=1, max_size=4),
     offered=st.lists(st.sampled_from(NAMES), unique=True, max_size=3),

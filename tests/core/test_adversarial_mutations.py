@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import toolstitch as ts
-from tests.conftest import TRANSCRIPTS
+from tests.conftest import TRANSCRIPTS, examples
 
 
 def _load() -> list[tuple[str, list[Any], list[Any] | None]]:
@@ -161,7 +161,7 @@ def _check(chunks: list[Any], tools: list[Any] | None, **request: Any) -> None:
 
 
 @pytest.mark.parametrize("index", range(len(STREAMS)), ids=[s[0] for s in STREAMS])
-@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_mutated_transcript(index: int, data: st.DataObject) -> None:
     _, chunks, tools = STREAMS[index]

@@ -25,6 +25,7 @@ from openai._models import construct_type
 from openai.types.chat import ChatCompletionChunk
 
 import toolstitch as ts
+from tests.conftest import examples
 
 HUGE = "x" * 5_000
 
@@ -213,7 +214,9 @@ def _sdk_object(chunk: Any) -> Any:
 
 
 @settings(
-    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+    max_examples=examples(300),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 @given(st.lists(_chunks(), max_size=12), st.booleans(), st.booleans())
 def test_feed_survives_hostile_chunks_and_keeps_its_promises(
@@ -225,7 +228,7 @@ def test_feed_survives_hostile_chunks_and_keeps_its_promises(
     _drive(objects, [_sdk_object(c) for c in stream], stream, error)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(_entries(), min_size=1, max_size=8), st.sampled_from(["tool_calls", "stop"]))
 def test_fragments_only_streams_seal_every_call(entries: list[Any], reason: str) -> None:
     """Fragments alone, then a finish_reason: every call is sealed, none is left open."""
@@ -246,7 +249,9 @@ def test_fragments_only_streams_seal_every_call(entries: list[Any], reason: str)
 
 
 @settings(
-    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+    max_examples=examples(200),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 @given(
     st.lists(_chunks(), max_size=12),

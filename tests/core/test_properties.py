@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import toolstitch as ts
+from tests.conftest import examples
 from toolstitch.testing import chunk
 
 # Argument values rich in what breaks naive mergers: quotes, backslashes, \uXXXX escapes (ensure_ascii
@@ -75,7 +76,7 @@ def _streams(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[dict[str, Any]
     return objects, chunks
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_streams())
 def test_any_rechunking_and_interleaving_gives_the_same_calls(case: tuple[list[Any], list[Any]]) -> None:
     objects, chunks = case
@@ -90,7 +91,7 @@ def test_any_rechunking_and_interleaving_gives_the_same_calls(case: tuple[list[A
     assert {a.code for a in acc.anomalies} <= {"index_gap", "index_not_from_zero"}
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_streams(), st.data())
 def test_a_stream_cut_anywhere_never_yields_an_unsealed_ready_call(
     case: tuple[list[Any], list[Any]], data: st.DataObject
@@ -105,7 +106,7 @@ def test_a_stream_cut_anywhere_never_yields_an_unsealed_ready_call(
     assert all(call.status == "incomplete" for call in acc.calls())
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(_call_texts(), st.data())
 def test_scanner_agrees_with_the_parser_on_every_prefix(
     case: tuple[Any, list[str]], data: st.DataObject

@@ -25,6 +25,7 @@ from openai.types.chat import (
     ChatCompletionMessageParam,
 )
 
+from tests.conftest import examples
 from toolstitch.errors import CallNotReadyError, HistoryError, MalformedArguments, ToolstitchError
 from toolstitch.history import (
     NOT_EXECUTED,
@@ -1023,7 +1024,7 @@ def all_calls(messages: list[Any]) -> list[tuple[str, str]]:
 
 
 @pytest.mark.parametrize("dialect", DIALECT_NAMES)
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(history=histories())
 def test_repaired_histories_validate(dialect: str, history: list[Msg]) -> None:
     before = copy.deepcopy(history)

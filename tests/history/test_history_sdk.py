@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from openai.types.chat import ChatCompletion
 
+from tests.conftest import examples
 from toolstitch.client._wrap import wrap
 from toolstitch.errors import CallNotReadyError
 from toolstitch.history import (
@@ -186,7 +187,9 @@ def random_histories(draw: st.DrawFn) -> list[Any]:
 PAIRING = {"H01", "H02", "H03", "H04", "H07"}  # the rules the test server checks
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(history=random_histories())
 def test_validator_and_server_agree_on_random_histories(server: LocalServer, history: list[Any]) -> None:
     predicted = [p for p in validate_history(history) if p.rule in PAIRING]
