@@ -45,6 +45,22 @@ def offered(names: Iterable[str]) -> list[dict[str, Any]]:
     return [{"type": "function", "function": {"name": n}} for n in sorted(set(names))]
 
 
+#: One ``get_weather`` tool, the request's ``tools`` of the tests that stream weather calls.
+WEATHER_TOOLS: list[dict[str, Any]] = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}, "unit": {"type": "string"}},
+                "required": ["city"],
+            },
+        },
+    }
+]
+
+
 @pytest.fixture
 def server() -> Iterator[LocalServer]:
     """A fresh local server per test (its scripts and recorded requests start empty)."""

@@ -10,23 +10,11 @@ import pytest
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 import toolstitch as ts
+from tests.conftest import WEATHER_TOOLS as TOOLS
 from tests.core.test_accumulator import seed_stream
 from toolstitch.testing import ErrorReply, LocalServer, StreamScript, chunk, tool_call_chunks
 
 MESSAGES = [{"role": "user", "content": "Weather in Shenzhen and Shanghai?"}]
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "parameters": {
-                "type": "object",
-                "properties": {"city": {"type": "string"}, "unit": {"type": "string"}},
-                "required": ["city"],
-            },
-        },
-    }
-]
 EXPECTED = [{"city": "深圳"}, {"city": "上海", "unit": '"u"'}]
 
 

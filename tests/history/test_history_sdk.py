@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from openai.types.chat import ChatCompletion
 
+from tests.conftest import WEATHER_TOOLS as TOOLS
 from tests.conftest import examples
 from toolstitch.client._wrap import wrap
 from toolstitch.errors import CallNotReadyError
@@ -33,19 +34,6 @@ from toolstitch.testing import JSONReply, LocalServer, StreamScript, tool_call_c
 ARGS_PARIS = '{"city": "Paris", "unit":"C"}'  # the odd spacing must reach the server unchanged
 ARGS_ROME = '{"city":"Rome"}'
 CALLS = [("call_paris", "get_weather", ARGS_PARIS), ("call_rome", "get_weather", ARGS_ROME)]
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "parameters": {
-                "type": "object",
-                "properties": {"city": {"type": "string"}, "unit": {"type": "string"}},
-                "required": ["city"],
-            },
-        },
-    }
-]
 USER = {"role": "user", "content": "Weather in Paris and Rome?"}
 ANSWER = {
     "id": "chatcmpl-2",

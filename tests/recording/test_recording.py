@@ -18,23 +18,11 @@ import pytest
 
 import toolstitch as ts
 from tests.conftest import TRANSCRIPTS, offered
+from tests.conftest import WEATHER_TOOLS as TOOLS
 from toolstitch.errors import RecordingWarning
 from toolstitch.recording._replay import replay
 from toolstitch.testing import LocalServer, StreamScript, chunk, tool_call_chunks
 
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "parameters": {
-                "type": "object",
-                "properties": {"city": {"type": "string"}, "unit": {"type": "string"}},
-                "required": ["city"],
-            },
-        },
-    }
-]
 CALLS = [
     ("call_a", "get_weather", '{"city": "Zürich", "unit": "c\\"x"}'),
     ("call_b", "get_weather", '{"city": "東京"}'),
