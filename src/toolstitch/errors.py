@@ -41,6 +41,7 @@ because the first thing anyone needs when a tool call goes wrong is the exact te
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -291,13 +292,22 @@ class RecordedError(ToolstitchError):
     """The error the recorded stream ended with, rebuilt from the recording.
 
     ``type_name`` is the original exception's class name (``APIConnectionError``, ``APIError`` …);
-    ``body`` the provider's error object when there was one.
+    ``body`` the provider's error object when there was one. The instance's class is a subclass of
+    this one named ``type_name``, so whatever shows the class name (reports, tracebacks, a call's
+    "the stream failed (APIConnectionError)") shows the original type; catch it as ``RecordedError``.
     """
 
     def __init__(
         self, message: str, *, type_name: str, body: Any = None, status_code: int | None = None
     ) -> None:
-        super().__init__(f"{type_name}: {message}")
+        named = _recorded_class(type_name)
+        if named is not None:
+            # Reports, tracebacks and the core's "the stream failed (X)" read the class name: it is
+            # the original one (``APIConnectionError``), not this stand-in's. Still a RecordedError.
+            self.__class__ = named
+            super().__init__(message)
+        else:
+            super().__init__(f"{type_name}: {message}")
         self.message = message
         self.type_name = type_name
         self.body = body
@@ -311,6 +321,19 @@ class RecordedError(ToolstitchError):
         if self.body is not None:
             out["body"] = self.body
         return out
+
+
+@functools.lru_cache(maxsize=64)
+def _recorded_class(type_name: str) -> type[RecordedError] | None:
+    """A subclass of :class:`RecordedError` named ``type_name`` (``None`` when the recorded name is
+    not a plain class name: a hostile file cannot name a class anything). Bounded by the cache."""
+    if not (type_name.isidentifier() and type_name.isascii() and len(type_name) <= 80):
+        return None
+    if type_name == "RecordedError":
+        return None
+    named = type(type_name, (RecordedError,), {"__module__": __name__, "__doc__": RecordedError.__doc__})
+    named.__qualname__ = f"RecordedError[{type_name}]"
+    return named
 
 
 class RecordingWarning(UserWarning):

@@ -170,12 +170,79 @@ class StreamScript:
     cut_after: int | None = None
     status: int = 200
     headers: Mapping[str, str] | None = None
+    delays: Sequence[float] | None = None
+    """Seconds to wait before each item (instead of ``delay``), e.g. a recording's own timing."""
 
     def __post_init__(self) -> None:
         if self.fragment is not None and self.fragment < 1:
             raise ValueError("fragment must be >= 1 byte")
         if self.cut_after is not None and self.cut_after < 0:
             raise ValueError("cut_after must be >= 0")
+        if self.delays is not None and any(not 0 <= d < 3600 for d in self.delays):
+            raise ValueError("delays must be seconds from 0 to 3600")
+
+    @classmethod
+    def from_recording(
+        cls, source: str | os.PathLike[str], *, timing: bool = False, **kw: Any
+    ) -> StreamScript:
+        """Serve a toolstitch recording (the JSONL that ``wrap(client, record=...)`` writes) again.
+
+        The recorded chunks are sent as they were received, then the stream ends as it ended: a
+        completed stream with ``data: [DONE]``; one that failed in-band (``APIError`` with the
+        provider's error object) with that ``error`` event, so the SDK raises it again; any other
+        failure, a stream the caller closed early, or a recording without footer by dropping the
+        connection mid-body (the SDK raises ``openai.APIConnectionError``). ``timing=True`` waits
+        before each chunk as long as the recording says it waited. A file of bare chunk objects,
+        one per line, is served as a completed stream. Keyword arguments override what the
+        recording implies (``fragment=4``, ``delay=...``).
+        """
+        items: list[SSEItem] = []
+        offsets: list[float] = []
+        footer: Mapping[str, Any] | None = None
+        header = False
+        text = Path(source).read_text(encoding="utf-8")
+        for number, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError:
+                raise ValueError(f"{source}:{number}: not JSON") from None
+            if not isinstance(record, dict):
+                raise ValueError(f"{source}:{number}: expected a JSON object")
+            kind = record.get("type")
+            if kind == "header":
+                header = True
+            elif kind == "chunk" and isinstance(record.get("chunk"), dict):
+                items.append(record["chunk"])
+                offset = record.get("offset_ms")
+                offsets.append(float(offset) if isinstance(offset, (int, float)) else 0.0)
+            elif kind == "footer":
+                footer = record
+                break
+            elif kind is None and "choices" in record:
+                items.append(record)
+            else:
+                raise ValueError(f"{source}:{number}: neither a recording record nor a chunk")
+        options: dict[str, Any] = {"done": True}
+        outcome = footer.get("outcome") if footer is not None else ("truncated" if header else "completed")
+        error = footer.get("error") if footer is not None else None
+        if outcome != "completed":
+            body = error.get("body") if isinstance(error, dict) else None
+            if isinstance(error, dict) and error.get("type") == "APIError" and isinstance(body, dict):
+                items.append({"error": body})  # the SDK raises an in-band error event as APIError
+                options["done"] = False
+            else:
+                options["cut_after"] = len(items)
+        if timing and len(offsets) == len(items):
+            previous = 0.0
+            waits = []
+            for offset in offsets:
+                waits.append(min(max(0.0, offset - previous) / 1000.0, 60.0))
+                previous = max(previous, offset)
+            options["delays"] = waits
+        options.update(kw)
+        return cls(items, **options)
 
     @classmethod
     def from_sse(cls, source: str | os.PathLike[str], **kw: Any) -> StreamScript:
@@ -457,8 +524,12 @@ class _RequestHandler(BaseHTTPRequestHandler):
         self.end_headers()
         self.close_connection = True
         try:
+            delays = script.delays if script.fragment is None else None
             for n, data in enumerate(script.writes()):
-                if n and script.delay:
+                if delays is not None:
+                    if n < len(delays) and delays[n]:
+                        time.sleep(delays[n])
+                elif n and script.delay:
                     time.sleep(script.delay)
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
                 self.wfile.flush()

@@ -18,7 +18,7 @@ from ._timeline import CallTrack
 if TYPE_CHECKING:
     from ._replay import Replay
 
-__all__ = ["report_data"]
+__all__ = ["report_data", "request_summary"]
 
 
 def _completion_data(replay: Replay) -> dict[str, Any]:
@@ -69,9 +69,48 @@ def _call_data(track: CallTrack | None, call: ToolCall) -> dict[str, Any]:
             "first_argument": track.first_argument,
             "complete": track.complete,
             "sealed": track.sealed,
-            "fragments": [[f.at, f.count, f.bytes] for f in track.fragments],
+            "ended": track.ended,
+            # [position, fragments, bytes, text (bounded), text cut?]
+            "fragments": [[f.at, f.count, f.bytes, f.text, f.cut] for f in track.fragments],
         }
     return data
+
+
+def request_summary(request: dict[str, Any]) -> tuple[str, str | None]:
+    """One line about a recorded request (model, messages, tools offered, tool_choice) and the
+    text of its last user message (``None`` when it has none), for the text and HTML reports."""
+    facts: list[str] = []
+    model = request.get("model")
+    if model is not None:
+        facts.append(f"model {model}")
+    messages = request.get("messages")
+    messages = messages if isinstance(messages, list) else []
+    facts.append(f"{len(messages)} message{'' if len(messages) == 1 else 's'}")
+    names: list[str] = []
+    for tool in [*(request.get("tools") or []), *(request.get("functions") or [])][:50]:
+        if isinstance(tool, dict):
+            function = tool.get("function")
+            named = function if isinstance(function, dict) else tool
+            names.append(str(named.get("name", "?")))
+    if names:
+        facts.append("tools " + ", ".join(names))
+    elif "tools" in request or "functions" in request:
+        facts.append("no tools")
+    for key in ("tool_choice", "parallel_tool_calls"):
+        if key in request:
+            value = request[key]
+            facts.append(f"{key} {value if isinstance(value, (str, bool)) else 'set'}")
+    last_user: str | None = None
+    for message in reversed(messages):
+        if isinstance(message, dict) and message.get("role") == "user":
+            content = message.get("content")
+            if isinstance(content, list):  # content parts: their text
+                content = " ".join(
+                    str(part.get("text", "")) for part in content[:20] if isinstance(part, dict)
+                )
+            last_user = content if isinstance(content, str) else None
+            break
+    return " · ".join(facts), last_user
 
 
 def report_data(replay: Replay) -> dict[str, Any]:
@@ -101,6 +140,8 @@ def report_data(replay: Replay) -> dict[str, Any]:
             for a in acc.anomalies
         ],
         "usage": completion.get("usage"),
+        # As the recording holds it: credentials were masked when it was written (see _secrets).
+        "request": replay.request,
     }
     result = plain(report, finite=True)
     assert isinstance(result, dict)

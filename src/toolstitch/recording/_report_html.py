@@ -12,14 +12,19 @@ import json
 import math
 from typing import TYPE_CHECKING
 
-from ._report_data import report_data
-from ._report_text import call_label, latency_rows, position
+from ._report_data import report_data, request_summary
+from ._report_text import call_label, clip, latency_rows, position
 from ._timeline import CallTrack, Timeline
 
 if TYPE_CHECKING:
     from ._replay import Replay
 
-__all__ = ["report_html"]
+__all__ = ["MAX_FRAGMENT_ROWS", "MAX_REQUEST_CHARS", "report_html"]
+
+#: Fragment rows the page lists, over all calls: a stream of a million fragments stays readable.
+MAX_FRAGMENT_ROWS = 2000
+#: Characters of the recorded request the page shows (a long conversation is cut, and says so).
+MAX_REQUEST_CHARS = 20000
 
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;margin:2rem auto;max-width:60rem;
@@ -35,6 +40,9 @@ margin:.3rem 0}
 .badge{display:inline-block;padding:0 .5rem;border-radius:.6rem;font-size:.85rem;color:#fff}
 .ready{background:#2e8540}.invalid{background:#c0392b}.incomplete{background:#b7791f}.open{background:#667}
 .anomaly{color:#8a5a00}.err{color:#c0392b}
+.frags td{vertical-align:top}.frag{white-space:pre-wrap;word-break:break-all;background:#eef1f8;
+border-radius:3px;padding:0 .2rem;text-align:left}
+details{margin:.3rem 0}summary{cursor:pointer;color:#445}
 svg text{font:11px system-ui,sans-serif;fill:#334}
 """
 
@@ -90,7 +98,7 @@ def _svg(timeline: Timeline) -> str:
             continue
         call = track.call
         colour = _COLOURS.get(call.status, "#667")
-        end = track.sealed if track.sealed is not None else span
+        end = track.settled if track.settled is not None else span
         wide = max(1.0, x(end) - x(track.opened))
         parts.append(
             f'<rect x="{x(track.opened):.1f}" y="{mid - 2:.1f}" width="{wide:.1f}"'
@@ -102,7 +110,8 @@ def _svg(timeline: Timeline) -> str:
             parts.append(
                 f'<rect x="{x(f.at) - 1:.1f}" y="{mid - h / 2:.1f}" width="2.5" height="{h:.1f}"'
                 f' fill="{colour}">'
-                f"<title>{f.count} fragment(s), {f.bytes} bytes at {position(f.at, unit)}</title></rect>"
+                f"<title>{f.count} fragment(s), {f.bytes} bytes at {position(f.at, unit)}:"
+                f" {esc(clip(f.text, 60))}</title></rect>"
             )
         if track.complete is not None:
             cx = x(track.complete)
@@ -113,10 +122,57 @@ def _svg(timeline: Timeline) -> str:
         if track.sealed is not None:
             parts.append(
                 f'<circle cx="{x(track.sealed):.1f}" cy="{mid:.1f}" r="5" fill="{colour}">'
-                f"<title>{esc(call.status)} at {position(track.sealed, unit)}</title></circle>"
+                f"<title>sealed {esc(call.status)} at {position(track.sealed, unit)}</title></circle>"
+            )
+        elif track.ended is not None:
+            ex = x(track.ended)
+            parts.append(
+                f'<rect x="{ex - 4.5:.1f}" y="{mid - 4.5:.1f}" width="9" height="9" fill="#fff"'
+                f' stroke="{colour}" stroke-width="2"><title>never sealed: incomplete at'
+                f" {position(track.ended, unit)}</title></rect>"
             )
     parts.append("</svg>")
     return "".join(parts)
+
+
+def _fragment_table(fragments: list[list[object]], unit: str, rows: int) -> str:
+    """One call's fragments, chunk by chunk: where, how many bytes, and the text as it arrived
+    (escaped; each chunk's text bounded by the timeline, the rows by :data:`MAX_FRAGMENT_ROWS`)."""
+    esc = html.escape
+    what = "ms" if unit == "ms" else "chunk"
+    out = [
+        f"<details class=frags open><summary>{len(fragments)} chunk(s) with fragments:"
+        " the text as it arrived</summary>",
+        f"<table><tr><th>{what}</th><th>bytes</th><th>text</th></tr>",
+    ]
+    for at, _count, size, text, cut in fragments[:rows]:
+        shown = esc(str(text)) + ("<i>…</i>" if cut else "")
+        where = position(at if isinstance(at, (int, float)) else None, "ms" if unit == "ms" else "chunk")
+        out.append(f"<tr><td>{esc(where)}</td><td>{esc(str(size))}</td><td class=frag>{shown}</td></tr>")
+    out.append("</table>")
+    if len(fragments) > rows:
+        out.append(f"<p class=facts>… {len(fragments) - rows} more not shown.</p>")
+    out.append("</details>")
+    return "".join(out)
+
+
+def _request_section(request: dict[str, object]) -> str:
+    """The recorded request: a line of facts, the last user message, then the parameters as the
+    recording holds them (credentials were masked when it was written), bounded."""
+    esc = html.escape
+    facts, last_user = request_summary(request)
+    out = [f"<h2>Request</h2><p class=facts>{esc(facts)}</p>"]
+    if last_user:
+        out.append(f"<p>user: {esc(clip(last_user, 300))}</p>")
+    text = json.dumps(request, ensure_ascii=False, indent=2)
+    more = len(text) - MAX_REQUEST_CHARS
+    if more > 0:
+        text = text[:MAX_REQUEST_CHARS] + f"\n… ({more} more characters)"
+    out.append(
+        "<details><summary>parameters as recorded (credentials masked)</summary>"
+        f"<pre class=request>{esc(text)}</pre></details>"
+    )
+    return "".join(out)
 
 
 def report_html(replay: Replay) -> str:
@@ -142,11 +198,16 @@ def report_html(replay: Replay) -> str:
     if data["error"]:
         error = data["error"]
         body.append(f"<p class=err>stream error: {esc(error['type'])}: {esc(error['message'])}</p>")
+    if replay.header is not None:
+        body.append(_request_section(data["request"]))
     body.append("<h2>Timeline</h2>")
     if unit == "chunk":
         body.append("<p>A raw <code>.sse</code> body carries no timing: the axis counts chunks.</p>")
     body.append(_svg(timeline) if timeline.chunks else "<p>No chunks.</p>")
-    body.append("<p class=facts>Bars: fragments (height ∝ bytes); ◇ arguments complete; ● sealed.</p>")
+    body.append(
+        "<p class=facts>Bars: fragments (height ∝ bytes; hover for their text); ◇ arguments complete;"
+        " ● sealed (ready or invalid); □ never sealed (incomplete: the stream ended first).</p>"
+    )
     body.append("<h2>Latency</h2><table>")
     what = "ms after the request" if unit == "ms" else "chunk number"
     body.append(
@@ -164,6 +225,7 @@ def report_html(replay: Replay) -> str:
             body.append("<tr>" + "".join(f"<td>{esc(cell)}</td>" for cell in row) + "</tr>")
         body.append("</table>")
     body.append(f"<h2>Tool calls ({len(data['calls'])})</h2>")
+    rows_left = MAX_FRAGMENT_ROWS
     for call in data["calls"]:
         body.append(
             f"<div class=call><b>#{call['index']} {esc(call['name'] or '?')}</b> "
@@ -180,6 +242,10 @@ def report_html(replay: Replay) -> str:
             body.append(f"<div class=err>{esc(call['error']['code'])}: {esc(call['error']['message'])}</div>")
         for anomaly in call["anomalies"]:
             body.append(f"<div class=anomaly>{esc(anomaly['code'])}: {esc(anomaly['message'])}</div>")
+        fragments = (call.get("timeline") or {}).get("fragments") or []
+        if fragments:
+            body.append(_fragment_table(fragments, unit, rows_left))
+            rows_left = max(0, rows_left - len(fragments))
         body.append("</div>")
     for choice, text in data["content"].items():
         if text:

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from ..core._call import ToolCall
-from ._report_data import report_data
+from ._report_data import report_data, request_summary
 from ._timeline import Timeline, Unit
 
 if TYPE_CHECKING:
@@ -91,7 +91,7 @@ def render_timeline(timeline: Timeline, width: int = 80) -> str:
         lines.append(row("text", density((at, 1) for at in timeline.content)))
     multi = timeline.multi_choice
     for track in timeline.calls:
-        end = track.sealed if track.sealed is not None else span
+        end = track.settled if track.settled is not None else span
         cells = [" "] * bar
         for c in range(col(track.opened), col(end) + 1):
             cells[c] = "·"
@@ -99,8 +99,8 @@ def render_timeline(timeline: Timeline, width: int = 80) -> str:
             if mark != " ":
                 cells[c] = mark
         seal = _SEAL.get(track.call.status)
-        if seal is not None and track.sealed is not None:
-            cells[col(track.sealed)] = seal
+        if seal is not None and track.settled is not None:
+            cells[col(track.settled)] = seal
         lines.append(row(call_label(track.call, multi), cells, track.call.status))
     lines.append("▂▄▆█ 1/2/3/4+ per column   · open   ✓ ready   ✗ invalid   ? incomplete")
     return "\n".join(lines) + "\n"
@@ -237,6 +237,11 @@ def report_text(replay: Replay, width: int = 80) -> str:
     out = [*wrap_text(f"replay of {replay.source}", width, "", 3), "  " + " · ".join(facts)]
     if data["error"]:
         out.append(f"  stream error: {data['error']['type']}: {data['error']['message']}")
+    if replay.header is not None:
+        facts_line, last_user = request_summary(data["request"])
+        out.extend(wrap_text(f"request: {facts_line}", width, "  ", 3))
+        if last_user:
+            out.extend(wrap_text(f"user: {last_user}", width, "  ", 3))
     calls = data["calls"]
     out.append("")
     out.append(f"tool calls: {len(calls)}" if calls else "tool calls: none")
