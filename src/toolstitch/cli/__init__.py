@@ -4,7 +4,8 @@
 * :mod:`._check_command`    ``toolstitch check``.
 * :mod:`._replay_command`   ``toolstitch replay``.
 * :mod:`._demo_command`     ``toolstitch demo``'s options; :mod:`._demo` is the conversation and
-  its printing, :mod:`._demo_model` the scripted model it talks to without an API key.
+  its printing, :mod:`._demo_model` the scripted model it talks to without an API key,
+  :mod:`._web` the ``--web`` page's server (``_web_page.html``: one file, inline JS, no build step).
 * :mod:`._output`           one-line errors and output any terminal encodes.
 """
 

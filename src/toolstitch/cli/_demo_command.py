@@ -18,10 +18,34 @@ __all__ = ["add_command"]
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.web:
+        return _serve_web(args)
     try:
         return run_demo(model=args.model, json_output=args.json, local=True if args.local else None)
     except openai.OpenAIError as exc:
         return fail("demo", f"{type(exc).__name__}: {exc}")
+
+
+def _serve_web(args: argparse.Namespace) -> int:
+    """``--web``: serve the page until Ctrl-C; the embedded model, never a real endpoint."""
+    from ._web import WebDemo
+
+    if not 0 <= args.port <= 65535:
+        return fail("demo", f"--port must be from 0 to 65535, not {args.port}")
+    if not 0 <= args.delay <= 10:
+        return fail("demo", f"--delay must be from 0 to 10 seconds, not {args.delay}")
+    try:
+        demo = WebDemo(port=args.port, delay=args.delay)
+    except OSError as exc:
+        return fail("demo", f"cannot listen on port {args.port}: {exc.strerror or exc}")
+    print(f"toolstitch demo: open {demo.url} (Ctrl-C stops)", flush=True)
+    try:
+        demo.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        demo.stop()
+    return 0
 
 
 def add_command(subparsers: Any) -> None:
@@ -46,5 +70,20 @@ def add_command(subparsers: Any) -> None:
     parser.add_argument("--json", action="store_true", help="print a JSON report instead")
     parser.add_argument(
         "--local", action="store_true", help="use the embedded local server even when OPENAI_API_KEY is set"
+    )
+    parser.add_argument(
+        "--web",
+        action="store_true",
+        help="serve the conversation as a web page on 127.0.0.1 (embedded local server; Ctrl-C stops)",
+    )
+    parser.add_argument(
+        "--port", type=int, default=0, metavar="N", help="port for --web (default 0: pick a free one)"
+    )
+    parser.add_argument(
+        "--delay",
+        type=float,
+        default=0.05,
+        metavar="S",
+        help="seconds between the embedded model's chunks for --web (default 0.05)",
     )
     parser.set_defaults(run=_run)

@@ -1,0 +1,260 @@
+"""``toolstitch demo --web``: the demo conversation in a browser, streamed as it happens.
+
+A person watching a streamed tool conversation wants to see progress: the text as it is written,
+which tool the model is calling with which arguments while they are still arriving, each call turning
+ready (or not), the results, then the answer. This module serves that as one small web page, with
+the standard library only (``http.server`` and server-sent events; no new dependency, no build step):
+
+* ``GET /`` is the page (``_web_page.html``: one file, inline CSS and JS, ``EventSource``);
+* ``GET /run`` runs one conversation against the embedded local server and streams what happens as
+  server-sent events, one JSON object per event (:func:`ui_event` says which).
+
+The conversation is the same as ``toolstitch demo``'s (the scripted model of ``_demo_model``, the
+tools of ``_demo``), fed through the real ``openai`` client over real HTTP. A card's arguments come
+from the call's display-only preview, never from anything executed: only a ``ready`` call runs.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib import resources
+from types import TracebackType
+from typing import Any
+
+from ..core._accumulator import Accumulator
+from ..core._call import ToolCall
+from ..core._events import (
+    ArgumentsDelta,
+    ContentDelta,
+    Event,
+    StreamEnded,
+    ToolCallIncomplete,
+    ToolCallInvalid,
+    ToolCallReady,
+    ToolCallStarted,
+)
+from ..history import assistant_message, call_error_text, tool_message
+from ._demo import QUESTION, SYSTEM, TOOLS, _run_tool
+from ._demo_model import LOCAL_MODEL, local_model
+
+__all__ = ["PAGE", "WebDemo", "page_html", "ui_event"]
+
+PAGE = "_web_page.html"
+#: The longest conversation the page runs (the scripted model needs two steps).
+MAX_STEPS = 4
+
+
+def page_html() -> bytes:
+    """The page, as shipped beside this module."""
+    return resources.files(__package__ or "toolstitch.cli").joinpath(PAGE).read_bytes()
+
+
+def _card(call: ToolCall, step: int) -> dict[str, Any]:
+    """What identifies a call's card on the page: its step, choice and index (never its id: the id
+    may come late, or twice)."""
+    return {"step": step, "key": f"{step}:{call.choice}:{call.index}", "index": call.index}
+
+
+def _preview(call: ToolCall) -> Any:
+    """The call's display-only preview of its arguments, when the core offers one (``None`` before the
+    first ``{``). Never executed: the page shows it, nothing acts on it."""
+    return getattr(call, "preview", None)
+
+
+def ui_event(event: Event, step: int) -> dict[str, Any] | None:
+    """One toolstitch stream event as the page's JSON, or ``None`` when the page shows nothing for it.
+
+    ``text`` (a content delta), ``call`` (a card opens), ``arguments`` (the argument text that
+    arrived, and the preview so far), ``status`` (``ready``, ``invalid`` with the reason, or
+    ``incomplete``).
+    """
+    if isinstance(event, ContentDelta):
+        return {"type": "text", "step": step, "choice": event.choice, "text": event.text}
+    if isinstance(event, ToolCallStarted):
+        return {"type": "call", **_card(event.call, step), "id": event.call.id, "name": event.call.name}
+    if isinstance(event, ArgumentsDelta):
+        call = event.call
+        return {
+            "type": "arguments",
+            **_card(call, step),
+            "id": call.id,
+            "name": call.name,
+            "text": event.text,
+            "preview": _preview(call),
+        }
+    if isinstance(event, (ToolCallReady, ToolCallInvalid, ToolCallIncomplete)):
+        call = event.call
+        out = {"type": "status", **_card(call, step), "id": call.id, "name": call.name, "status": call.status}
+        if call.status == "ready":
+            out["arguments"] = call.parsed
+        else:
+            out["error"] = call_error_text(call)
+        return out
+    return None
+
+
+def conversation(client: Any, model: str) -> Iterator[dict[str, Any]]:
+    """The demo conversation as the page's events: each step streamed, its ready calls run, their
+    results appended, until the model answers in text."""
+    messages: list[Any] = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": QUESTION}]
+    for step in range(1, MAX_STEPS + 1):
+        yield {"type": "step", "step": step}
+        accumulator = Accumulator(tools=TOOLS)
+        with client.chat.completions.create(
+            model=model, messages=messages, tools=TOOLS, stream=True
+        ) as stream:
+            try:
+                for chunk in stream:
+                    for event in accumulator.feed(chunk):
+                        shown = ui_event(event, step)
+                        if shown is not None:
+                            yield shown
+            except Exception as exc:
+                for event in accumulator.end(exc):
+                    shown = ui_event(event, step)
+                    if shown is not None:
+                        yield shown
+                raise
+        for event in accumulator.end(None):
+            if not isinstance(event, StreamEnded):
+                shown = ui_event(event, step)
+                if shown is not None:
+                    yield shown
+        completion = accumulator.get_final_completion()
+        messages.append(assistant_message(completion))
+        calls = accumulator.tool_calls
+        if not calls:
+            yield {"type": "answer", "step": step, "text": completion.choices[0].message.content or ""}
+            return
+        for call in calls:
+            message = _run_tool(call) if call.ready else tool_message(call, error=call_error_text(call))
+            messages.append(message)
+            yield {"type": "result", **_card(call, step), "content": message["content"]}
+    yield {"type": "error", "message": f"no answer after {MAX_STEPS} steps"}
+
+
+@dataclass
+class _Settings:
+    events: Callable[[], Iterator[dict[str, Any]]]
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet: the command prints its URL and nothing per request."""
+
+    def do_GET(self) -> None:
+        path = self.path.split("?", 1)[0]
+        if path in ("/", "/index.html"):
+            self._send(200, "text/html; charset=utf-8", page_html())
+        elif path == "/run":
+            self._stream()
+        elif path == "/favicon.ico":
+            self._send(204, "image/x-icon", b"")
+        else:
+            self._send(404, "text/plain; charset=utf-8", b"not found\n")
+
+    def _send(self, status: int, kind: str, body: bytes) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-store")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _stream(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+        self.send_header("Cache-Control", "no-store")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        try:
+            try:
+                for event in self.server.settings.events():
+                    self._event(event)
+                self._event({"type": "done", "ok": True})
+            except OSError:
+                raise  # the page went away: nothing left to tell it
+            except Exception as exc:  # the conversation failed: the page says so, the server goes on
+                self._event({"type": "error", "message": f"{type(exc).__name__}: {exc}"[:400]})
+                self._event({"type": "done", "ok": False})
+        except OSError:
+            pass
+
+    def _event(self, event: dict[str, Any]) -> None:
+        data = json.dumps(event, ensure_ascii=False, default=str)
+        self.wfile.write(f"data: {data}\n\n".encode("utf-8", "backslashreplace"))
+        self.wfile.flush()
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    settings: _Settings
+
+
+class WebDemo:
+    """The page's server on 127.0.0.1 (``port=0`` picks a free port), with its own embedded model.
+
+    ``delay`` is the pause between the scripted model's chunks, in seconds: long enough that a person
+    (or a browser test) sees each argument arrive. Use it as a context manager, or call
+    :meth:`start` and :meth:`stop`; :meth:`serve_forever` serves in the calling thread.
+    """
+
+    def __init__(self, *, port: int = 0, delay: float = 0.05, host: str = "127.0.0.1") -> None:
+        from ..testing import LocalServer
+
+        self.delay = delay
+        self._model = LocalServer(handler=local_model(delay))
+        self._httpd = _Server((host, port), _Handler)
+        self._httpd.settings = _Settings(self._events)
+        self._thread: threading.Thread | None = None
+
+    def _events(self) -> Iterator[dict[str, Any]]:
+        with self._model.client() as client:
+            yield from conversation(client, LOCAL_MODEL)
+
+    @property
+    def url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host!s}:{port}/"
+
+    def start(self) -> WebDemo:
+        """Serve in a daemon thread."""
+        self._model.start()
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._httpd.serve_forever, name="toolstitch-web", daemon=True
+            )
+            self._thread.start()
+        return self
+
+    def serve_forever(self) -> None:
+        """Serve in this thread until :meth:`stop` (from another thread) or Ctrl-C."""
+        self._model.start()
+        self._httpd.serve_forever(poll_interval=0.1)
+
+    def stop(self) -> None:
+        """Stop serving and release both ports."""
+        if self._thread is not None:
+            self._httpd.shutdown()
+            self._thread.join()
+            self._thread = None
+        self._httpd.server_close()
+        self._model.stop()
+
+    def __enter__(self) -> WebDemo:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
