@@ -28,7 +28,8 @@ The hierarchy::
     │       ├── InternalFault            toolstitch failed on a chunk that touched the call
     │       └── CallIncomplete           the stream ended before the call was sealed
     └── UserWarning
-        └── RecordingWarning             a recording could not be written (the stream went on)
+        ├── RecordingWarning             a recording could not be written (the stream went on)
+        └── UnstitchedStreamWarning      wrap(): a streaming path toolstitch cannot stitch (passed on as is)
 
 Errors *raised* to the caller are :class:`IncompleteStreamError`, :class:`HistoryError`,
 :class:`CallNotReadyError`, :class:`UnusableMessageError` and :class:`RecordingFormatError`.
@@ -74,6 +75,7 @@ __all__ = [
     "ToolCallError",
     "ToolstitchError",
     "UnknownTool",
+    "UnstitchedStreamWarning",
     "UnusableMessageError",
 ]
 
@@ -338,3 +340,13 @@ def _recorded_class(type_name: str) -> type[RecordedError] | None:
 
 class RecordingWarning(UserWarning):
     """A recording could not be written; the stream itself was not affected."""
+
+
+class UnstitchedStreamWarning(UserWarning):
+    """A wrapped client streamed chat completions by a path toolstitch cannot stitch.
+
+    The SDK's object is returned as it is (its chunks reach the caller, but no call is merged,
+    checked or given a status). Warned once per wrapped client and path: filter it with
+    ``warnings.filterwarnings("ignore", category=ts.errors.UnstitchedStreamWarning)`` when that is
+    what you mean.
+    """

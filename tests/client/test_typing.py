@@ -19,6 +19,7 @@ from tests.conftest import ROOT
 
 SNIPPET = """
 import openai
+from openai.types.chat import ChatCompletionChunk
 import toolstitch as ts
 
 async def main() -> None:
@@ -47,6 +48,19 @@ async def main() -> None:
     either: openai.OpenAI | openai.AsyncOpenAI = sync
     reveal_type(ts.wrap(either))  # union
 
+    with ts.wrap(openai.OpenAI(api_key="x")) as entered:
+        reveal_type(entered)  # entered
+    async with ts.wrap(openai.AsyncOpenAI(api_key="x")) as aentered:
+        reveal_type(aentered)  # async entered
+    reveal_type(sync.copy(max_retries=1))  # copy
+
+    sdk_stream: openai.Stream[ChatCompletionChunk] = sync.chat.completions.create(
+        model="m", messages=[], stream=True
+    )  # a stitched stream is an openai.Stream
+    sdk_astream: openai.AsyncStream[ChatCompletionChunk] = await aio.chat.completions.create(
+        model="m", messages=[], stream=True
+    )
+
     ok: openai.OpenAI = sync  # the wrapped client is usable where the client's type is expected
     ok_async: openai.AsyncOpenAI = aio
     ok_azure: openai.AzureOpenAI = azure
@@ -67,6 +81,9 @@ EXPECTED: dict[str, str | tuple[str, ...]] = {
     "azure stream": "toolstitch.client._stream.StitchedStream",
     "AsyncAzureOpenAI": "toolstitch.client._types.AsyncStitchedAzureOpenAI",
     "rewrap": "toolstitch.client._types.StitchedOpenAI",
+    "entered": "toolstitch.client._types.StitchedOpenAI",
+    "async entered": "toolstitch.client._types.AsyncStitchedOpenAI",
+    "copy": "toolstitch.client._types.StitchedOpenAI",
     "union": ("toolstitch.client._types.StitchedOpenAI", "toolstitch.client._types.AsyncStitchedOpenAI"),
 }
 

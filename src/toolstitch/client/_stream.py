@@ -1,9 +1,21 @@
 """``StitchedStream`` and ``AsyncStitchedStream``: thin twins over one :class:`Accumulator`.
 
-They iterate the SDK's own stream, feed each chunk to the accumulator, and yield the chunk object
-unchanged (rule 5: pass-through first). Whatever the SDK raises (an in-band error event, a dropped
-connection) reaches the caller unchanged, after the accumulator has marked every open call
-``incomplete``. Closing the wrapper closes the SDK stream, and with it the HTTP response.
+They iterate a source of chunks (the SDK's own stream, or any iterable for :func:`stitch`), feed
+each chunk to the accumulator, and yield the chunk object unchanged (rule 5: pass-through first).
+Whatever the source raises (an in-band error event, a dropped connection) reaches the caller
+unchanged, after the accumulator has marked every open call ``incomplete``. Closing the wrapper
+closes the source, and with it the HTTP response.
+
+They *are* ``openai.Stream`` / ``openai.AsyncStream`` instances (subclasses), so code that checks the
+type of what ``create(stream=True)`` returned takes the same branch with or without toolstitch.
+``Stream.__init__`` is not called (it would build a second SSE decoder over a response the SDK
+stream already reads): the attributes the SDK's stream has (``response``, ``_client``,
+``_options``, ``_cast_to``, ``_decoder``) are the source's own, or ``None`` for a source that has
+none (a list of dicts given to ``stitch``).
+
+Two ways to consume them: iterate for chunks, or :meth:`StitchedStream.events` for toolstitch
+events. Either way each chunk is fed once, the recorder sees it, and the final completion is
+the same.
 
 An optional recorder (see ``_recording``) sees each chunk before the caller does and the end of the
 stream once; it is off by default, and it never raises into the iteration.
@@ -11,21 +23,25 @@ stream once; it is off by default, and it never raises into the iteration.
 
 from __future__ import annotations
 
+import inspect
 import os
-from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator, Mapping, Sequence
 from types import TracebackType
-from typing import IO, Any, Generic, Protocol, TypeVar
+from typing import IO, Any, Protocol
 
+import openai
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
+from typing_extensions import Self
 
 from ..core._accumulator import Accumulator
 from ..core._anomaly import Anomaly
 from ..core._call import ToolCall
+from ..core._events import Event
 from ..recording._recorder import Recorder, Redact
 
 __all__ = ["AsyncStitchedStream", "StitchedStream", "StreamRecorder"]
 
-_S = TypeVar("_S")
+_NO_EVENTS: Sequence[Event] = ()
 
 
 class StreamRecorder(Protocol):
@@ -37,12 +53,16 @@ class StreamRecorder(Protocol):
         """``None``: completed; ``GeneratorExit``: closed early; otherwise what the SDK raised."""
 
 
-class _Base(Generic[_S]):
-    """What both twins share: the accumulator and the read-only views over it."""
+class _Base:
+    """What both twins share: the accumulator, the read-only views over it, and the SDK stream's
+    attributes (a mixin placed before ``openai.Stream`` / ``openai.AsyncStream`` in each twin)."""
+
+    response: Any
+    """The HTTP response of the SDK stream (``None`` for a source without one)."""
 
     def __init__(
         self,
-        sdk_stream: _S,
+        sdk_stream: Any,
         accumulator: Accumulator,
         *,
         recorder: StreamRecorder | None = None,
@@ -54,16 +74,27 @@ class _Base(Generic[_S]):
         self.recorder = recorder
         """What records this stream (``None`` unless recording was asked for)."""
         self._request = request
-        self._iterator = self._iterate()
+        # What openai.Stream.__init__ would have set, taken from the stream we read instead.
+        self.response = getattr(sdk_stream, "response", None)
+        self._client: Any = getattr(sdk_stream, "_client", None)
+        self._options: Any = getattr(sdk_stream, "_options", None)
+        self._cast_to: Any = getattr(sdk_stream, "_cast_to", ChatCompletionChunk)
+        self._decoder: Any = getattr(sdk_stream, "_decoder", None)
+        self._pending: Sequence[Event] = _NO_EVENTS
+        """The events of the last chunk fed (read by ``events()``; chunk iteration ignores them)."""
+        self._ending: Sequence[Event] = _NO_EVENTS
+        """The events of the end of the input (calls sealed or made incomplete, ``StreamEnded``)."""
+        self._over = False
+        self._iterator: Any = self._iterate()
 
     def _iterate(self) -> Any:
-        raise NotImplementedError  # each twin iterates its SDK stream its own way (for / async for)
+        raise NotImplementedError  # each twin iterates its source its own way (for / async for)
 
     def _take(self, chunk: Any) -> None:
-        """One chunk of the SDK stream, in both twins: the recorder sees it first, then the core."""
+        """One chunk of the source, in both twins: the recorder sees it first, then the core."""
         if self.recorder is not None:
             self.recorder.on_chunk(chunk)
-        self.accumulator.feed(chunk)
+        self._pending = self.accumulator.feed(chunk)
 
     def record(self, target: str | os.PathLike[str] | IO[str], *, redact: Redact = False) -> Recorder:
         """Record this stream to ``target`` (a path, or an open text file) as JSONL.
@@ -78,30 +109,30 @@ class _Base(Generic[_S]):
             raise RuntimeError("record() must be called before the stream is iterated")
         # The SDK stream knows the client that sent it (with_options copies included): its API key
         # must never reach the file, not even echoed in an error text.
-        client = getattr(self._sdk_stream, "_client", None)
-        recorder = Recorder.for_stream(target, self.accumulator, self._request, redact=redact, client=client)
+        recorder = Recorder.for_stream(
+            target, self.accumulator, self._request, redact=redact, client=self._client
+        )
         self.recorder = recorder
         return recorder
 
     def _input_over(self, error: BaseException | None) -> None:
-        """The SDK stream finished, failed, or was closed (``GeneratorExit``, not a failure): mark
-        the accumulator's input over and close the recording with the same outcome."""
+        """The source finished, failed, or was closed (``GeneratorExit``, not a failure): mark the
+        accumulator's input over and close the recording with the same outcome."""
+        if self._over:
+            return
+        self._over = True
         if isinstance(error, GeneratorExit):
-            self.accumulator.end(None, closed=True)
+            self._ending = self.accumulator.end(None, closed=True)
         else:
-            self.accumulator.end(error)
+            self._ending = self.accumulator.end(error)
         if self.recorder is not None:
             self.recorder.on_end(error)
 
     @property
-    def sdk_stream(self) -> _S:
-        """The SDK's own stream object (``openai.Stream`` or ``openai.AsyncStream``)."""
+    def sdk_stream(self) -> Any:
+        """What this stream reads: the SDK's own stream (``openai.Stream`` or
+        ``openai.AsyncStream``), or the iterable given to :func:`~toolstitch.stitch`."""
         return self._sdk_stream
-
-    @property
-    def response(self) -> Any:
-        """The HTTP response of the SDK stream."""
-        return getattr(self._sdk_stream, "response", None)
 
     @property
     def tool_calls(self) -> list[ToolCall]:
@@ -118,8 +149,12 @@ class _Base(Generic[_S]):
         return self.accumulator.anomalies
 
 
-class StitchedStream(_Base[Any]):
-    """Yields the SDK's ``ChatCompletionChunk`` objects unchanged while merging tool calls."""
+class StitchedStream(_Base, openai.Stream[ChatCompletionChunk]):
+    """Yields the SDK's ``ChatCompletionChunk`` objects unchanged while merging tool calls.
+
+    An ``openai.Stream[ChatCompletionChunk]``. Iterate it for chunks, or iterate
+    :meth:`events` for toolstitch events; not both at once (they share one pass over the source).
+    """
 
     _iterator: Generator[ChatCompletionChunk, None, None]
 
@@ -140,9 +175,26 @@ class StitchedStream(_Base[Any]):
     def __next__(self) -> ChatCompletionChunk:
         return next(self._iterator)
 
-    # The context-manager protocol, written out as Toolbox and testing.LocalServer write it: three
-    # lines each, typed for their own class, which a shared mixin would only hide.
-    def __enter__(self) -> StitchedStream:
+    def events(self) -> Iterator[Event]:
+        """Iterate the rest of the stream as toolstitch events instead of chunks.
+
+        Content and reasoning deltas, calls started, argument deltas (``event.call.preview`` is the
+        display-only value so far), arguments complete, calls ready / invalid / incomplete, choices
+        finished, anomalies, and last ``StreamEnded``. Recording, metrics and the final completion
+        are exactly those of iterating chunks. An error from the SDK is raised after the events of
+        the end (open calls ``incomplete``, ``StreamEnded`` with the error) were yielded.
+        """
+        try:
+            for _chunk in self._iterator:
+                yield from self._pending
+        except BaseException:
+            yield from self._ending
+            raise
+        yield from self._ending
+        self._ending = _NO_EVENTS
+
+    # The context-manager protocol, written out as Toolbox and testing.LocalServer write it.
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(
@@ -156,10 +208,12 @@ class StitchedStream(_Base[Any]):
     def close(self) -> None:
         """Close the HTTP response. Calls not yet sealed become ``incomplete``."""
         self._iterator.close()
-        self._sdk_stream.close()
+        close = getattr(self._sdk_stream, "close", None)
+        if callable(close):
+            close()
         self._input_over(GeneratorExit())
 
-    def until_done(self) -> StitchedStream:
+    def until_done(self) -> Self:
         """Consume the rest of the stream (chunks are still fed to the accumulator)."""
         for _ in self._iterator:
             pass
@@ -176,8 +230,8 @@ class StitchedStream(_Base[Any]):
         return self.accumulator.get_final_completion()
 
 
-class AsyncStitchedStream(_Base[Any]):
-    """The async twin of :class:`StitchedStream`."""
+class AsyncStitchedStream(_Base, openai.AsyncStream[ChatCompletionChunk]):
+    """The async twin of :class:`StitchedStream`; an ``openai.AsyncStream[ChatCompletionChunk]``."""
 
     _iterator: AsyncGenerator[ChatCompletionChunk, None]
 
@@ -193,12 +247,28 @@ class AsyncStitchedStream(_Base[Any]):
         self._input_over(None)
 
     def __aiter__(self) -> AsyncIterator[ChatCompletionChunk]:
+        # openai.AsyncStream declares ``async def __aiter__`` (an async generator); the iterator
+        # itself is the same thing without a second generator around it.
         return self._iterator
 
     async def __anext__(self) -> ChatCompletionChunk:
         return await self._iterator.__anext__()
 
-    async def __aenter__(self) -> AsyncStitchedStream:
+    async def events(self) -> AsyncIterator[Event]:
+        """The async twin of :meth:`StitchedStream.events`: ``async for event in stream.events()``."""
+        try:
+            async for _chunk in self._iterator:
+                for event in self._pending:
+                    yield event
+        except BaseException:
+            for event in self._ending:
+                yield event
+            raise
+        for event in self._ending:
+            yield event
+        self._ending = _NO_EVENTS
+
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(
@@ -212,10 +282,16 @@ class AsyncStitchedStream(_Base[Any]):
     async def close(self) -> None:
         """Close the HTTP response. Calls not yet sealed become ``incomplete``."""
         await self._iterator.aclose()
-        await self._sdk_stream.close()
+        source = self._sdk_stream
+        close = getattr(source, "aclose", None) if not isinstance(source, openai.AsyncStream) else None
+        close = close or getattr(source, "close", None)
+        if callable(close):
+            done = close()
+            if inspect.isawaitable(done):
+                await done
         self._input_over(GeneratorExit())
 
-    async def until_done(self) -> AsyncStitchedStream:
+    async def until_done(self) -> Self:
         """Consume the rest of the stream (chunks are still fed to the accumulator)."""
         async for _ in self._iterator:
             pass

@@ -1,13 +1,34 @@
 """``wrap(client)``: the drop-in proxy.
 
-Only ``client.chat.completions.create(..., stream=True)`` is intercepted; its result is a
-:class:`StitchedStream` (or :class:`AsyncStitchedStream`) over the SDK's own stream, with an
-:class:`Accumulator` that knows the request's ``tools``. Everything else (non-streaming calls,
-``models.list()``, ``with_options(...)``, attributes) is the original object's, untouched:
-attribute access is forwarded, and methods that return a new client or resource are wrapped again
-so the interception survives ``client.with_options(timeout=5).chat.completions.create(...)``.
-``with_raw_response`` (on the client, on ``chat`` and on ``chat.completions``) is wrapped the same
-way: a streamed ``create`` returns the SDK's raw response, whose ``parse()`` is a stitched stream.
+What it intercepts: every way the SDK streams chat completions, sync and async.
+
+=========================================================================  =========================
+``chat.completions.create(..., stream=True)``                              a ``StitchedStream``
+``chat.completions.with_raw_response.create(..., stream=True)``            the SDK's raw response;
+(also ``client.with_raw_response.chat...``, ``chat.with_raw_response...``)  ``.parse()`` is stitched
+``chat.completions.with_streaming_response.create(..., stream=True)``      the SDK's context manager;
+(also through ``client.`` and ``chat.with_streaming_response``)             ``.parse()`` is stitched
+``chat.completions.stream(...)``, ``beta.chat.completions.stream(...)``    the SDK's helper stream and
+                                                                           its events, plus
+                                                                           ``.toolstitch`` and
+                                                                           ``.tool_calls``
+=========================================================================  =========================
+
+Each of them also through ``client.with_options(...)`` and ``client.copy(...)`` (whose clients are
+wrapped the same way). Each streamed request is read once by :func:`_read_request`: its ``tools``,
+``tool_choice`` and ``parallel_tool_calls`` are the contract its calls are checked against.
+
+What it leaves alone: every request that does not stream (``create()`` without ``stream=True``,
+``parse()``, ``retrieve``/``list``/``delete``), other APIs (``responses``, ``completions``,
+``embeddings`` ...), and every attribute: reads and writes go to the client. A streamed path that
+cannot be stitched (the SDK returned something that is not an ``openai.Stream``, ``parse(to=...)``,
+reading a streamed response's body as bytes or text, a helper stream without ``_raw_stream``) is
+returned as it is, with one ``UnstitchedStreamWarning`` per client and path.
+
+The wrapped client and every object on those paths are :class:`~._proxy.Proxy` objects:
+``isinstance`` holds for the SDK's classes, intercepted methods keep the SDK's name, docstring and
+signature, and the client is a context manager (async: an async one) that gives the wrapper and
+closes the client.
 
 ``wrap(client, record="dir/")`` records every stream to its own JSONL file in ``dir/`` (see
 ``_recording``); recording is off by default.
@@ -15,10 +36,11 @@ way: a streamed ``create`` returns the SDK's raw response, whose ``parse()`` is 
 
 from __future__ import annotations
 
-import inspect
 import os
-from collections.abc import Iterable, Mapping
+import warnings
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 import openai
@@ -40,7 +62,16 @@ from ..core._accumulator import Accumulator
 from ..core._call import now
 from ..core._limits import Limits
 from ..core._seal import offered_tools, requested_choice
+from ..errors import UnstitchedStreamWarning
 from ..recording._recorder import Redact, recording_path, redact_parts
+from ._proxy import Proxy, like
+from ._responses import (
+    AsyncHelperManager,
+    AsyncResponseManager,
+    HelperManager,
+    RawResponse,
+    ResponseManager,
+)
 from ._stream import AsyncStitchedStream, StitchedStream
 
 __all__ = ["WrappedClient", "wrap"]
@@ -56,7 +87,15 @@ _Stream = TypeVar("_Stream", StitchedStream, AsyncStitchedStream)
 class _Options:
     """What ``wrap`` was told, handed down to every proxy and accumulator."""
 
-    __slots__ = ("empty_arguments", "limits", "record", "recover_text_tool_calls", "redact")
+    __slots__ = (
+        "_warned",
+        "empty_arguments",
+        "is_async",
+        "limits",
+        "record",
+        "recover_text_tool_calls",
+        "redact",
+    )
 
     def __init__(
         self,
@@ -65,7 +104,12 @@ class _Options:
         record: Path | None = None,
         redact: Redact = False,
         recover_text_tool_calls: bool = False,
+        *,
+        is_async: bool = False,
     ) -> None:
+        self.is_async = is_async
+        """The client is an ``AsyncOpenAI``: its ``create`` methods are awaited."""
+        self._warned: set[str] = set()
         self.limits = limits
         self.recover_text_tool_calls = recover_text_tool_calls
         self.empty_arguments: Literal["invalid", "object"] = empty_arguments
@@ -82,6 +126,30 @@ class _Options:
         if self.record is not None:
             stream.record(recording_path(self.record), redact=self.redact)
         return stream
+
+    def stitched(self, sdk_result: Any, request: Mapping[str, Any], started: float, path: str) -> Any:
+        """The stitched stream over the SDK's ``sdk_result`` when it is an ``openai.Stream`` or
+        ``openai.AsyncStream``; anything else is returned as it is, with one warning per path."""
+        if isinstance(sdk_result, StitchedStream | AsyncStitchedStream):
+            return sdk_result  # already stitched (a client wrapped below the SDK's own methods)
+        if isinstance(sdk_result, openai.AsyncStream):
+            return self.stitch(AsyncStitchedStream, sdk_result, request, started)
+        if isinstance(sdk_result, openai.Stream):
+            return self.stitch(StitchedStream, sdk_result, request, started)
+        self.unstitched(path, f"the SDK returned a {type(sdk_result).__name__}, not an openai.Stream")
+        return sdk_result
+
+    def unstitched(self, path: str, why: str) -> None:
+        """Warn, once per wrapped client (and its copies) and path, that ``path`` is not stitched."""
+        if path in self._warned:
+            return
+        self._warned.add(path)
+        warnings.warn(
+            f"toolstitch could not stitch {path}: {why}. The SDK's object is returned as it is: its "
+            "tool calls are not merged, checked or given a status.",
+            UnstitchedStreamWarning,
+            stacklevel=4,
+        )
 
     def accumulator(self, request: Mapping[str, Any], started_at: float) -> Accumulator:
         """An accumulator for one streamed request (``request`` as :func:`_read_request` made it)."""
@@ -134,135 +202,173 @@ def _read_request(kwargs: dict[str, Any]) -> tuple[dict[str, Any], float]:
     return kwargs, started
 
 
-class _Proxy:
-    """Forwards every attribute to the wrapped object; subclasses intercept a few."""
-
-    __slots__ = ("_opts", "_target")
-
-    def __init__(self, target: Any, opts: _Options) -> None:
-        object.__setattr__(self, "_target", target)
-        object.__setattr__(self, "_opts", opts)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._target, name)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        setattr(self._target, name, value)
-
-    def __repr__(self) -> str:
-        return f"toolstitch.wrap({self._target!r})"
+def _streaming(kwargs: Mapping[str, Any]) -> bool:
+    """Whether the SDK will stream: it reads ``stream or False`` (its "not given" sentinels are
+    falsy), so the same truth test decides here. A value whose truth cannot be read is left to the
+    SDK to refuse."""
+    try:
+        return bool(kwargs.get("stream"))
+    except Exception:
+        return False
 
 
-class _Create(_Proxy):
-    """``create``: a streamed request goes through :func:`_read_request` and ``_streamed``; any
-    other is the SDK's, untouched. The sync and async twins below differ only in ``await``."""
+def _creator(sdk_create: Any, awaits: bool, on_stream: Callable[[Any, dict[str, Any], float], Any]) -> Any:
+    """``create`` as the SDK defines it (name, docstring, signature), except that a streamed
+    request goes through :func:`_read_request` and its result through ``on_stream``. ``awaits``:
+    the SDK's ``create`` returns an awaitable (async clients; not ``with_streaming_response``)."""
+    if awaits:
 
-    __slots__ = ()
+        async def acreate(*args: Any, **kwargs: Any) -> Any:
+            if not _streaming(kwargs):
+                return await sdk_create(*args, **kwargs)
+            request, started = _read_request(kwargs)
+            return on_stream(await sdk_create(*args, **request), request, started)
 
-    def _streamed(self, sdk_result: Any, request: dict[str, Any], started: float) -> Any:
-        raise NotImplementedError
+        return like(sdk_create, acreate)
 
-    def create(self, *args: Any, **kwargs: Any) -> Any:
-        if kwargs.get("stream") is not True:
-            return self._target.create(*args, **kwargs)
+    def create(*args: Any, **kwargs: Any) -> Any:
+        if not _streaming(kwargs):
+            return sdk_create(*args, **kwargs)
         request, started = _read_request(kwargs)
-        return self._streamed(self._target.create(*args, **request), request, started)
+        return on_stream(sdk_create(*args, **request), request, started)
 
-
-class _AsyncCreate(_Create):
-    __slots__ = ()
-
-    async def create(self, *args: Any, **kwargs: Any) -> Any:
-        if kwargs.get("stream") is not True:
-            return await self._target.create(*args, **kwargs)
-        request, started = _read_request(kwargs)
-        return self._streamed(await self._target.create(*args, **request), request, started)
-
-
-class _Completions(_Create):
-    """``chat.completions``: ``create(stream=True)`` returns a stitched stream."""
-
-    __slots__ = ()
-
-    def _streamed(self, sdk_result: Any, request: dict[str, Any], started: float) -> Any:
-        cls = AsyncStitchedStream if isinstance(self, _AsyncCreate) else StitchedStream
-        return self._opts.stitch(cls, sdk_result, request, started)
-
-    def with_options(self, *args: Any, **kwargs: Any) -> Any:
-        return type(self)(self._target.with_options(*args, **kwargs), self._opts)
-
-    @property
-    def with_raw_response(self) -> Any:
-        return _raw_completions(self._target.with_raw_response, self._opts)
-
-
-class _AsyncCompletions(_AsyncCreate, _Completions):
-    """The async twin of :class:`_Completions`."""
-
-    __slots__ = ()
-
-
-class _RawResponse(_Proxy):
-    """The SDK's raw response to ``with_raw_response.create(..., stream=True)``: headers and the
-    rest are the SDK's; ``parse()`` (the stream) is stitched, once, like the SDK's own cache."""
-
-    __slots__ = ("_request", "_started", "_stitched")
-
-    def __init__(self, target: Any, opts: _Options, request: dict[str, Any], started: float) -> None:
-        super().__init__(target, opts)
-        object.__setattr__(self, "_request", request)
-        object.__setattr__(self, "_started", started)
-        object.__setattr__(self, "_stitched", None)
-
-    def parse(self, *args: Any, **kwargs: Any) -> Any:
-        if args or kwargs:  # parse(to=...): the caller asked for a type of their own
-            return self._target.parse(*args, **kwargs)
-        if self._stitched is None:
-            sdk_stream = self._target.parse()
-            cls = AsyncStitchedStream if _is_async(sdk_stream) else StitchedStream
-            stream = self._opts.stitch(cls, sdk_stream, self._request, self._started)
-            object.__setattr__(self, "_stitched", stream)
-        return self._stitched
-
-
-class _RawCompletions(_Create):
-    """``chat.completions.with_raw_response``: a streamed ``create`` parses to a stitched stream."""
-
-    __slots__ = ()
-
-    def _streamed(self, sdk_result: Any, request: dict[str, Any], started: float) -> Any:
-        return _RawResponse(sdk_result, self._opts, request, started)
-
-
-class _AsyncRawCompletions(_AsyncCreate, _RawCompletions):
-    """The async twin of :class:`_RawCompletions`."""
-
-    __slots__ = ()
-
-
-def _raw_completions(target: Any, opts: _Options) -> _Proxy:
-    """Whichever of the raw twins fits the SDK's ``CompletionsWithRawResponse`` (sync or async)."""
-    if inspect.iscoroutinefunction(target.create):
-        return _AsyncRawCompletions(target, opts)
-    return _RawCompletions(target, opts)
+    return like(sdk_create, create)
 
 
 # The proxies below each stand for one step of an attribute path of the SDK client
-# (client -> chat -> completions, and the with_raw_response paths); their properties look alike
-# because each hands the next step its proxy. A table-driven proxy would hide which paths exist.
+# (client -> chat -> completions, and the with_raw_response / with_streaming_response / beta
+# paths); their properties look alike because each hands the next step its proxy. A table-driven
+# proxy would hide which paths exist.
 
 
-class _RawChat(_Proxy):
+class _Completions(Proxy):
+    """``chat.completions`` (and ``beta.chat.completions``): ``create(stream=True)`` returns a
+    stitched stream, ``stream(...)`` the SDK's helper over one; the rest is the SDK's."""
+
+    __slots__ = ()
+
+    @property
+    def create(self) -> Any:
+        opts = self._opts
+
+        def stitched(result: Any, request: dict[str, Any], started: float) -> Any:
+            return opts.stitched(result, request, started, "chat.completions.create(stream=True)")
+
+        return _creator(self._target.create, opts.is_async, stitched)
+
+    @property
+    def stream(self) -> Any:
+        sdk_stream = self._target.stream
+        opts = self._opts
+        manager = AsyncHelperManager if opts.is_async else HelperManager
+
+        def stream(*args: Any, **kwargs: Any) -> Any:
+            request, started = _read_request(kwargs)
+            return manager(sdk_stream(*args, **request), opts, request, started, "chat.completions.stream()")
+
+        return like(sdk_stream, stream)
+
+    @property
+    def with_raw_response(self) -> Any:
+        return _RawCompletions(self._target.with_raw_response, self._opts)
+
+    @property
+    def with_streaming_response(self) -> Any:
+        return _StreamingCompletions(self._target.with_streaming_response, self._opts)
+
+    @property
+    def with_options(self) -> Any:
+        sdk_with_options = self._target.with_options
+        opts = self._opts
+
+        def with_options(*args: Any, **kwargs: Any) -> Any:
+            return _Completions(sdk_with_options(*args, **kwargs), opts)
+
+        return like(sdk_with_options, with_options)
+
+
+class _RawCompletions(Proxy):
+    """``chat.completions.with_raw_response``: a streamed ``create`` gives the SDK's raw response,
+    whose ``parse()`` is a stitched stream."""
+
+    __slots__ = ()
+
+    @property
+    def create(self) -> Any:
+        opts = self._opts
+
+        def raw(result: Any, request: dict[str, Any], started: float) -> Any:
+            return RawResponse(result, opts, request, started, "with_raw_response.create(stream=True)")
+
+        return _creator(self._target.create, opts.is_async, raw)
+
+
+class _StreamingCompletions(Proxy):
+    """``chat.completions.with_streaming_response``: a streamed ``create`` gives the SDK's context
+    manager; the response it enters to parses to a stitched stream."""
+
+    __slots__ = ()
+
+    @property
+    def create(self) -> Any:
+        opts = self._opts
+        manager = AsyncResponseManager if opts.is_async else ResponseManager
+
+        def managed(result: Any, request: dict[str, Any], started: float) -> Any:
+            return manager(result, opts, request, started, "with_streaming_response.create(stream=True)")
+
+        return _creator(self._target.create, False, managed)  # the SDK returns the manager unawaited
+
+
+class _Chat(Proxy):
+    """``chat`` (and ``beta.chat``)."""
+
+    __slots__ = ()
+
+    @property
+    def completions(self) -> Any:
+        return _Completions(self._target.completions, self._opts)
+
+    @property
+    def with_raw_response(self) -> Any:
+        return _RawChat(self._target.with_raw_response, self._opts)
+
+    @property
+    def with_streaming_response(self) -> Any:
+        return _StreamingChat(self._target.with_streaming_response, self._opts)
+
+
+class _RawChat(Proxy):
     """``chat.with_raw_response`` (and ``client.with_raw_response.chat``)."""
 
     __slots__ = ()
 
     @property
     def completions(self) -> Any:
-        return _raw_completions(self._target.completions, self._opts)
+        return _RawCompletions(self._target.completions, self._opts)
 
 
-class _RawClient(_Proxy):
+class _StreamingChat(Proxy):
+    """``chat.with_streaming_response`` (and ``client.with_streaming_response.chat``)."""
+
+    __slots__ = ()
+
+    @property
+    def completions(self) -> Any:
+        return _StreamingCompletions(self._target.completions, self._opts)
+
+
+class _Beta(Proxy):
+    """``client.beta``: its ``chat`` (older releases hold the ``stream()`` helper there)."""
+
+    __slots__ = ()
+
+    @property
+    def chat(self) -> Any:
+        return _Chat(self._target.chat, self._opts)
+
+
+class _RawClient(Proxy):
     """``client.with_raw_response``."""
 
     __slots__ = ()
@@ -272,35 +378,38 @@ class _RawClient(_Proxy):
         return _RawChat(self._target.chat, self._opts)
 
 
-class _Chat(_Proxy):
-    __slots__ = ()
-
-    @property
-    def completions(self) -> Any:
-        target = self._target.completions
-        if _is_async(target):
-            return _AsyncCompletions(target, self._opts)
-        return _Completions(target, self._opts)
-
-    @property
-    def with_raw_response(self) -> Any:
-        return _RawChat(self._target.with_raw_response, self._opts)
-
-
-def _is_async(resource: Any) -> bool:
-    """True for a resource (or an SDK stream) of an ``AsyncOpenAI`` client."""
-    client = getattr(resource, "_client", None)
-    return isinstance(client, AsyncOpenAI)
-
-
-class WrappedClient(_Proxy):
-    """The object ``wrap`` returns: the original client, with streamed tool calls stitched."""
+class _StreamingClient(Proxy):
+    """``client.with_streaming_response``."""
 
     __slots__ = ()
 
     @property
     def chat(self) -> Any:
+        return _StreamingChat(self._target.chat, self._opts)
+
+
+class WrappedClient(Proxy):
+    """The object ``wrap`` returns: the original client, with streamed tool calls stitched.
+
+    ``isinstance(wrapped, type(client))`` holds (see :class:`~._proxy.Proxy`); its sync twin is a
+    context manager and its async twin an async context manager, as the SDK's clients are: entering
+    gives the wrapper, leaving closes the client.
+    """
+
+    __slots__ = ()
+
+    @staticmethod
+    def _of(client: Any, opts: _Options) -> WrappedClient:
+        """The twin that fits ``client``."""
+        return _AsyncWrappedClient(client, opts) if opts.is_async else _SyncWrappedClient(client, opts)
+
+    @property
+    def chat(self) -> Any:
         return _Chat(self._target.chat, self._opts)
+
+    @property
+    def beta(self) -> Any:
+        return _Beta(self._target.beta, self._opts)
 
     @property
     def unwrapped(self) -> Any:
@@ -311,11 +420,56 @@ class WrappedClient(_Proxy):
     def with_raw_response(self) -> Any:
         return _RawClient(self._target.with_raw_response, self._opts)
 
-    def with_options(self, *args: Any, **kwargs: Any) -> WrappedClient:
-        return WrappedClient(self._target.with_options(*args, **kwargs), self._opts)
+    @property
+    def with_streaming_response(self) -> Any:
+        return _StreamingClient(self._target.with_streaming_response, self._opts)
 
-    def copy(self, *args: Any, **kwargs: Any) -> WrappedClient:
-        return WrappedClient(self._target.copy(*args, **kwargs), self._opts)
+    @property
+    def with_options(self) -> Any:
+        return self._rewrapping(self._target.with_options)
+
+    @property
+    def copy(self) -> Any:
+        return self._rewrapping(self._target.copy)
+
+    def _rewrapping(self, sdk_method: Any) -> Any:
+        """``sdk_method`` (``copy``/``with_options``), whose new client is wrapped the same way."""
+        opts = self._opts
+
+        def rewrapped(*args: Any, **kwargs: Any) -> WrappedClient:
+            return WrappedClient._of(sdk_method(*args, **kwargs), opts)
+
+        return like(sdk_method, rewrapped)
+
+
+class _SyncWrappedClient(WrappedClient):
+    """``wrap(OpenAI(...))`` (and Azure): ``with ts.wrap(client) as c`` gives the wrapper."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> Any:
+        self._target.__enter__()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> Any:
+        return self._target.__exit__(exc_type, exc, tb)
+
+
+class _AsyncWrappedClient(WrappedClient):
+    """``wrap(AsyncOpenAI(...))`` (and Azure): ``async with ts.wrap(client) as c`` gives the wrapper."""
+
+    __slots__ = ()
+
+    async def __aenter__(self) -> Any:
+        await self._target.__aenter__()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> Any:
+        return await self._target.__aexit__(exc_type, exc, tb)
 
 
 @overload
@@ -369,4 +523,12 @@ def wrap(
             f"wrap() expects an openai.OpenAI or openai.AsyncOpenAI client, got {type(client).__name__}"
         )
     folder = None if record is None else Path(record)
-    return WrappedClient(client, _Options(limits, empty_arguments, folder, redact, recover_text_tool_calls))
+    opts = _Options(
+        limits,
+        empty_arguments,
+        folder,
+        redact,
+        recover_text_tool_calls,
+        is_async=isinstance(client, AsyncOpenAI),
+    )
+    return WrappedClient._of(client, opts)

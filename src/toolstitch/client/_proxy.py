@@ -1,0 +1,63 @@
+"""The proxy that ``wrap`` builds its objects from, and the one way it re-exposes an SDK method.
+
+A proxy answers every attribute of the object it stands for (reads, writes and deletes go to that
+object), and claims that object's class: ``proxy.__class__`` is the SDK class, so
+``isinstance(ts.wrap(client), openai.OpenAI)`` holds, as it does for a ``wrapt.ObjectProxy``
+(``isinstance`` falls back to ``__class__`` when the proxy's own type is not a subclass).
+``type(proxy)`` stays the proxy's own class. It is written out here rather than taken from
+``wrapt``: twenty lines, and ``wrapt.ObjectProxy`` would forward ``__enter__`` to the client
+(``with ts.wrap(c) as x`` must give the wrapper), so most of what it brings would be overridden.
+
+:func:`like` gives an intercepting function the SDK method's name, docstring and signature
+(``functools.wraps``, so ``inspect.signature`` follows ``__wrapped__`` to the SDK's own method).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+if TYPE_CHECKING:
+    from ._wrap import _Options
+
+__all__ = ["Proxy", "like"]
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+class Proxy:
+    """Forwards every attribute to ``_target``; subclasses intercept a few by defining them."""
+
+    __slots__ = ("_opts", "_target")
+
+    _target: Any
+    _opts: _Options
+
+    def __init__(self, target: Any, opts: _Options) -> None:
+        object.__setattr__(self, "_target", target)
+        object.__setattr__(self, "_opts", opts)
+
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:  # isinstance() reads it: the proxy claims the SDK class
+        return type(self._target)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._target, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._target, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        delattr(self._target, name)
+
+    def __dir__(self) -> list[str]:
+        return sorted(set(dir(self._target)) | set(dir(type(self))))
+
+    def __repr__(self) -> str:
+        return f"toolstitch.wrap({self._target!r})"
+
+
+def like(sdk_method: Any, function: _F) -> _F:
+    """``function``, dressed as ``sdk_method``: its name, docstring, signature and ``__wrapped__``."""
+    return cast(_F, functools.wraps(sdk_method)(function))
