@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PUBLIC = [
     "Accumulator",
     "AsyncStitchedStream",
+    "Deny",
     "HistoryError",
     "IncompleteStreamError",
     "Ledger",
@@ -29,6 +30,7 @@ PUBLIC = [
     "StitchedStream",
     "Tool",
     "ToolCall",
+    "ToolError",
     "ToolResult",
     "Toolbox",
     "ToolstitchError",

@@ -23,7 +23,7 @@ from . import metrics as metrics
 from ._version import __version__ as __version__
 from .client import AsyncStitchedStream, StitchedStream, wrap
 from .core import Accumulator, Limits, ToolCall
-from .errors import HistoryError, IncompleteStreamError, ToolstitchError
+from .errors import HistoryError, IncompleteStreamError, ToolError, ToolstitchError
 from .history import (
     assistant_message,
     call_error_text,
@@ -36,11 +36,12 @@ from .history import (
 )
 from .loop import RunResult, arun, run
 from .recording import replay
-from .tools import Ledger, PostgresLedger, SQLiteLedger, Tool, Toolbox, ToolResult, tool
+from .tools import Deny, Ledger, PostgresLedger, SQLiteLedger, Tool, Toolbox, ToolResult, tool
 
 __all__ = [
     "Accumulator",
     "AsyncStitchedStream",
+    "Deny",
     "HistoryError",
     "IncompleteStreamError",
     "Ledger",
@@ -51,6 +52,7 @@ __all__ = [
     "StitchedStream",
     "Tool",
     "ToolCall",
+    "ToolError",
     "ToolResult",
     "Toolbox",
     "ToolstitchError",

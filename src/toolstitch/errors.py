@@ -15,6 +15,8 @@ The hierarchy::
     │   ├── RecordedError                the error a recorded stream ended with, rebuilt by replay
     │   ├── RecordingFormatError (also ValueError)   a file that is no recording nor SSE body
     │   ├── LedgerUnavailableError       a ledger's database could not be reached or used (nothing ran)
+    │   ├── ToolError                    raised by a tool on purpose: its text reaches the model verbatim
+    │   ├── ApprovalError (also ValueError)          run(approvals=...) named no call awaiting approval
     │   └── ToolCallError                why a call is ``invalid``/``incomplete`` (``call.error``)
     │       ├── MalformedArguments       not valid JSON
     │       ├── ArgumentsNotAnObject     valid JSON, not an object
@@ -32,7 +34,8 @@ The hierarchy::
         └── UnstitchedStreamWarning      wrap(): a streaming path toolstitch cannot stitch (passed on as is)
 
 Errors *raised* to the caller are :class:`IncompleteStreamError`, :class:`HistoryError`,
-:class:`CallNotReadyError`, :class:`UnusableMessageError` and :class:`RecordingFormatError`.
+:class:`CallNotReadyError`, :class:`UnusableMessageError`, :class:`RecordingFormatError` and
+:class:`ApprovalError`. :class:`ToolError` goes the other way: a tool raises it, toolstitch catches it.
 The :class:`ToolCallError` family is
 *recorded* on a call (``call.error``): they are exceptions so a user can ``raise call.error`` in their
 own loop, but toolstitch never raises them into the user's iteration, since a bad call must not stop
@@ -51,6 +54,7 @@ if TYPE_CHECKING:
     from .history._validate import HistoryProblem
 
 __all__ = [
+    "ApprovalError",
     "ArgumentsNotAnObject",
     "CallIncomplete",
     "CallNotReadyError",
@@ -73,6 +77,7 @@ __all__ = [
     "RequestError",
     "SchemaViolation",
     "ToolCallError",
+    "ToolError",
     "ToolstitchError",
     "UnknownTool",
     "UnstitchedStreamWarning",
@@ -288,6 +293,33 @@ class LedgerUnavailableError(ToolstitchError):
     Raised by the ledger's own methods; the executor turns it into a ``ledger_unavailable`` refusal
     for each call it could not claim, so that nothing runs without a claim (fail closed).
     """
+
+
+class ToolError(ToolstitchError):
+    """Raise it from a tool to tell the model why the call failed: its text reaches the model verbatim.
+
+    Any other exception a tool raises is reported to the model by its type only (``"Error: get_order
+    failed (KeyError)..."``), since exception texts carry hostnames, connection strings and tokens;
+    ``ToolError`` is how a tool says something useful on purpose::
+
+        raise ts.ToolError(f"no order {order_id}; ask the user for the number on their receipt")
+    """
+
+
+class ApprovalError(ToolstitchError, ValueError):
+    """``run``/``arun`` were given ``approvals`` that do not match the calls awaiting approval.
+
+    Raised before anything runs or is sent (fail closed): an id that is no unanswered call of the
+    history, a call whose tool needs no approval, a call the ledger has no record of awaiting approval
+    (a history from elsewhere, or another ledger), a call whose name or arguments changed since it
+    was deferred (a tampered history), or a value that is neither ``True``, ``False`` nor a
+    ``ts.Deny``. ``problems`` lists each one.
+    """
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        self.problems = list(problems)
+        lines = "\n".join(f"  {p}" for p in self.problems)
+        super().__init__(f"approvals refused, nothing was run: {len(self.problems)} problem(s)\n{lines}")
 
 
 class RecordedError(ToolstitchError):

@@ -23,6 +23,7 @@ from .core._events import (
     ToolCallStarted,
 )
 from .loop._run import (
+    CallAwaitingApproval,
     CallDispatched,
     CallFinished,
     RequestRetried,
@@ -37,6 +38,7 @@ __all__ = [
     "ArgumentsComplete",
     "ArgumentsDelta",
     "ArgumentsMalformed",
+    "CallAwaitingApproval",
     "CallDispatched",
     "CallFinished",
     "ChoiceFinished",

@@ -308,7 +308,8 @@ def test_a_tool_that_raises_becomes_an_error_result(server: LocalServer, box: To
     with server.client() as client:
         result = checked(run(client, model="m", messages=user(), toolbox=box))
     assert result.stop_reason == "done"
-    assert tool_contents(result) == ["Error: explode failed: RuntimeError: exploded: disk full"]
+    [content] = tool_contents(result)
+    assert content.startswith("Error: explode failed (RuntimeError)") and "disk full" not in content
     assert isinstance(result.steps[0].results[0].exception, RuntimeError)
 
 
@@ -510,7 +511,8 @@ def test_a_resumed_run_does_not_repeat_finished_calls(
     assert ran.names() == ["charge", "explode"]  # nothing ran a second time
     resumed = result.steps[0]
     assert resumed.completion is None and [r.reused for r in resumed.results] == [True, True]
-    assert tool_contents(result) == ["charged 5", "Error: explode failed: RuntimeError: exploded: x"]
+    assert tool_contents(result)[0] == "charged 5"
+    assert tool_contents(result)[1].startswith("Error: explode failed (RuntimeError)")
     assert result.stop_reason == "done" and len(server.requests) == 2
 
 

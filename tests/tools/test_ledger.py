@@ -92,7 +92,7 @@ def test_an_error_outcome_is_final_too(make_ledger: LedgerFactory) -> None:
         box.execute(sealed([("f1", "flaky", "{}")]), ledger=make_ledger())
         [result] = box.execute(sealed([("f1", "flaky", "{}")]), ledger=make_ledger())
     assert attempts.names() == ["flaky"]  # it may have had its effect: it is not run again
-    assert result.reused and result.status == "error" and "half done" in result.content
+    assert result.reused and result.status == "error" and "(RuntimeError)" in result.content
 
 
 def test_a_call_that_started_and_never_finished_is_not_repeated(make_ledger: LedgerFactory) -> None:

@@ -28,6 +28,17 @@ otherwise, and whenever the stream fails, it is cancelled and discarded.
 run that was interrupted after saving it), those calls are executed first, through the ledger: with
 the same :class:`~toolstitch.SQLiteLedger`, calls that finished before the interruption are not run
 again.
+
+**Approvals that wait for a person.** A call to a ``confirm=True`` tool needs a yes. When the toolbox
+has no confirmation callback, the step runs its other calls, runs nothing that needs approval, and
+the run returns with ``stop_reason == "awaiting_approval"`` and ``result.pending`` (those calls, with
+the ids the history carries); the ledger records each one (``tools/_approval.py``). The history
+(``result.messages``, plain JSON) can be stored; later, in any process, ``run(..., messages=saved,
+approvals={call_id: True or ts.Deny("why")}, ledger=the same ledger)`` resumes: approvals are checked
+first (each must name a call that awaits approval, unchanged since the ledger recorded it, else
+:class:`~toolstitch.errors.ApprovalError` and nothing runs), approved calls run through the ledger
+(once), denied ones are answered with the reason, and only then is the model asked again. Calls
+left without an answer keep the run awaiting approval.
 """
 
 from __future__ import annotations
@@ -50,17 +61,27 @@ from ..core import sealed_call
 from ..core._accumulator import Accumulator
 from ..core._anomaly import Anomaly
 from ..core._call import ToolCall, now, parse_arguments
-from ..errors import IncompleteStreamError, RequestError
+from ..errors import ApprovalError, IncompleteStreamError, RequestError
 from ..history import assistant_message, validate_request
 from ..history._dialects import Dialect, get_dialect
 from ..tools import Toolbox
+from ..tools._approval import Approval, approval_problems, record_waiting, validated_approvals
 from ..tools._claim import ClaimLedger
-from ..tools._executor import Started, ToolResult, aexecute, astart_early, execute, start_early
-from ..tools._gate import Admission, check_arguments
+from ..tools._executor import (
+    ErrorMessage,
+    Started,
+    ToolResult,
+    aexecute,
+    astart_early,
+    execute,
+    start_early,
+)
+from ..tools._gate import Admission, admit, check_arguments
 from ..tools._ledger import Ledger
 from ..tools._twins import async_twin_of, bound
 
 __all__ = [
+    "CallAwaitingApproval",
     "CallDispatched",
     "CallFinished",
     "RequestRetried",
@@ -78,7 +99,7 @@ __all__ = [
 
 logger = logging.getLogger("toolstitch")
 
-StopReason = Literal["done", "max_steps", "max_corrections"]
+StopReason = Literal["done", "max_steps", "max_corrections", "awaiting_approval"]
 # Refusals that the model can fix by sending a better call: they count as corrective rounds.
 _CORRECTABLE = frozenset({"invalid_arguments", "not_ready", "unknown_tool"})
 
@@ -162,13 +183,19 @@ class RunResult:
     ``messages``     the whole history (input and new turns), valid by ``ts.validate_history``
     ``completion``   the last ``ChatCompletion``
     ``steps``        per step: calls, their status, results, timings
-    ``stop_reason``  ``"done"`` (a step without tool calls), ``"max_steps"``, ``"max_corrections"``
+    ``stop_reason``  ``"done"`` (a step without tool calls), ``"max_steps"``, ``"max_corrections"``,
+                     ``"awaiting_approval"`` (calls wait for a person: see ``pending``)
+    ``pending``      the calls awaiting approval (``stop_reason == "awaiting_approval"``), with the
+                     ids the history carries: resume with ``run(..., messages=result.messages,
+                     approvals={call.id: True or ts.Deny("why")})``. Until then ``messages`` leaves
+                     them unanswered (so it is not a history to send as it is).
     """
 
     messages: list[Any]
     completion: ChatCompletion | None
     steps: list[Step]
     stop_reason: StopReason
+    pending: list[ToolCall] = field(default_factory=list)
 
     @property
     def results(self) -> list[ToolResult]:
@@ -213,6 +240,16 @@ class CallDispatched:
 
 
 @dataclass(frozen=True, slots=True)
+class CallAwaitingApproval:
+    """A call needs approval and the toolbox has no callback: it waits for ``run(approvals=...)``.
+
+    ``call.id`` is the id the history carries (the key of ``approvals``)."""
+
+    step: int
+    call: ToolCall
+
+
+@dataclass(frozen=True, slots=True)
 class CallFinished:
     """A call has its result (run, refused, reused, timed out); ``result.timings`` has the breakdown."""
 
@@ -227,7 +264,15 @@ class StepFinished:
     step: Step
 
 
-RunEvent = StepStarted | RequestRetried | ResponseReceived | CallDispatched | CallFinished | StepFinished
+RunEvent = (
+    StepStarted
+    | RequestRetried
+    | ResponseReceived
+    | CallDispatched
+    | CallAwaitingApproval
+    | CallFinished
+    | StepFinished
+)
 EventHook = Callable[[RunEvent], None]
 
 
@@ -297,6 +342,8 @@ class _RunOptions:
     on_event: EventHook | None
     raise_tool_errors: bool
     dialect: str | Dialect
+    approvals: Mapping[str, Approval] | None
+    error_message: ErrorMessage | None
     create_kwargs: dict[str, Any]
 
     @classmethod
@@ -341,6 +388,10 @@ class _Loop:
         self.corrections: Counter[str] = Counter()
         self.completion: ChatCompletion | None = None
         self.renamed: dict[str, str] = {}  # ids of the current step rewritten in the history
+        self.error_message = options.error_message
+        self.approvals, problems = validated_approvals(options.approvals)
+        if problems:
+            raise ApprovalError(problems)
 
     # -- events --------------------------------------------------------------------------------
 
@@ -497,7 +548,55 @@ class _Loop:
         return step
 
     def result(self, stop: StopReason) -> RunResult:
-        return RunResult(self.history, self.completion, self.steps, stop)
+        pending = (self.pending() or []) if stop == "awaiting_approval" else []
+        return RunResult(self.history, self.completion, self.steps, stop, pending)
+
+    # -- approvals -----------------------------------------------------------------------------
+
+    def needs_approval(self, call: ToolCall) -> bool:
+        """The call names a ``confirm=True`` tool of the toolbox."""
+        t = self.box.get(call.name)
+        return t is not None and t.confirm
+
+    def waits(self, call: ToolCall, key: str) -> bool:
+        """The call must wait for a person: it would pass the gate, its tool needs approval, and
+        neither the toolbox's callback nor an approval given to this run answers it."""
+        if self.box.confirm is not None or key in self.approvals or not self.needs_approval(call):
+            return False
+        return isinstance(admit(call, self.box), Admission)
+
+    def plan_resume(self, calls: list[ToolCall] | None) -> tuple[list[ToolCall], list[ToolCall]]:
+        """The unanswered calls of the input history, split into those that run now and those that
+        keep waiting. Checks ``approvals`` against them and the ledger first (ledger I/O):
+        :class:`~toolstitch.errors.ApprovalError` before anything runs."""
+        calls = calls or []
+        if self.approvals:
+            by_id = {c.id or "": c for c in calls}
+            needs = {key: self.needs_approval(c) for key, c in by_id.items()}
+            problems = approval_problems(self.approvals, by_id, needs, self.ledger)
+            if problems:
+                raise ApprovalError(problems)
+        now_: list[ToolCall] = []
+        waiting: list[ToolCall] = []
+        for c in calls:
+            (waiting if self.waits(c, c.id or "") else now_).append(c)
+        return now_, waiting
+
+    def defer(self, step: int) -> None:
+        """The unanswered calls of the history wait for approval: record each in the ledger (ledger
+        I/O) and announce it. A ledger that cannot record them leaves them unrecorded: their
+        approval will then be refused (fail closed), never run unchecked."""
+        for call in self.pending() or []:
+            try:
+                record_waiting(self.ledger, call.id or "", call)
+            except Exception as exc:
+                logger.warning(
+                    "the ledger could not record that call %s awaits approval (%s); approving it will "
+                    "be refused",
+                    call.id,
+                    type(exc).__name__,
+                )
+            self.emit(CallAwaitingApproval(step, call))
 
     # -- steps ---------------------------------------------------------------------------------
 
@@ -522,16 +621,22 @@ class _Loop:
             started=started,
             on_start=on_start,
             on_result=on_result,
+            error_message=self.error_message,
+            approvals=self.approvals,
         )
 
     def resume_kwargs(self, calls: Sequence[ToolCall]) -> _ExecuteKwargs:
         """For the resumed step 0: the saved history's ids are the ledger keys (see ``adopt_message``)."""
         return self.execute_kwargs(0, [c.id or "" for c in calls])
 
-    def resumed(self, calls: list[ToolCall], results: list[ToolResult], t0: float) -> None:
-        """Close the resumed step 0 (begun at ``t0``): its tool messages join the history."""
+    def resumed(self, calls: list[ToolCall], results: list[ToolResult], t0: float, waiting: bool) -> None:
+        """Close the resumed step 0 (begun at ``t0``): its tool messages join the history. With
+        ``waiting``, calls still wait for approval (``defer`` records them next); they are listed
+        among the step's calls, without a result."""
         self.append_results(results, [c.id or "" for c in calls])
         elapsed = now() - t0
+        if waiting:
+            calls = calls + (self.pending() or [])
         self.finish_step(0, None, calls, results, StepTimings(execution=elapsed, total=elapsed), [])
 
 
@@ -544,6 +649,8 @@ class _ExecuteKwargs(TypedDict):
     started: dict[int, Started] | None
     on_start: Callable[[ToolCall, bool], None]
     on_result: Callable[[ToolResult], None]
+    error_message: ErrorMessage | None
+    approvals: Mapping[str, Approval]
 
 
 class _Turn:
@@ -572,6 +679,7 @@ class _Turn:
         self.t_end = 0.0
         self.calls: list[ToolCall] = []
         self.keys: list[str] = []
+        self.running: list[int] = []  # the indexes of ``calls`` that run now (the rest wait for approval)
 
     def retrying_kwargs(self) -> dict[str, Any]:
         """The arguments of ``tenacity.Retrying``/``AsyncRetrying`` (the async twin adds ``sleep``)."""
@@ -657,21 +765,36 @@ class _Turn:
         loop.finish_step(self.index, completion, [], [], timings, list(acc.anomalies))
         return "done"
 
+    def to_run(self) -> list[ToolCall]:
+        """The calls that run now: all but those that wait for a person's approval."""
+        loop = self.loop
+        self.running = [i for i, c in enumerate(self.calls) if not loop.waits(c, self.keys[i])]
+        return [self.calls[i] for i in self.running]
+
     def execute_kwargs(self) -> _ExecuteKwargs:
-        """For running ``calls``: keyed as the history carries them, adopting the eager calls."""
-        return self.loop.execute_kwargs(self.index, self.keys, self.early)
+        """For running ``to_run()``: keyed as the history carries them, adopting the eager calls."""
+        return self.loop.execute_kwargs(self.index, [self.keys[i] for i in self.running], self.early)
+
+    @property
+    def waiting(self) -> bool:
+        """Some calls of this step wait for approval (``executed`` then returns ``awaiting_approval``;
+        the twin records them with ``loop.defer``)."""
+        return len(self.running) < len(self.calls)
 
     def executed(self, results: list[ToolResult]) -> StopReason | None:
-        """Close the step with the results of its calls; ``"max_corrections"`` when a tool is out of
-        corrective rounds."""
+        """Close the step with the results of the calls that ran; ``"awaiting_approval"`` when calls
+        wait for a person, ``"max_corrections"`` when a tool is out of corrective rounds."""
         loop, timings = self.loop, self.timings
-        loop.append_results(results, self.keys)
+        loop.append_results(results, [self.keys[i] for i in self.running])
         timings.execution = now() - self.t_end
         timings.add_calls(self.calls, results, self.t_request)
         timings.total = now() - self.t_step
         anomalies = list(self.stream.accumulator.anomalies)
         loop.finish_step(self.index, self.completion, self.calls, results, timings, anomalies)
-        return "max_corrections" if loop.count_corrections(results) else None
+        out_of_rounds = loop.count_corrections(results)
+        if self.waiting:
+            return "awaiting_approval"
+        return "max_corrections" if out_of_rounds else None
 
 
 def _plain(value: Any) -> dict[str, Any]:
@@ -723,6 +846,8 @@ def run(
     on_event: EventHook | None = None,
     raise_tool_errors: bool = False,
     dialect: str | Dialect = "openai",
+    approvals: Mapping[str, Approval] | None = None,
+    error_message: ErrorMessage | None = None,
     **create_kwargs: Any,
 ) -> RunResult:
     """Run the tool loop with a sync client (``openai.OpenAI`` or a ``ts.wrap``-ped one).
@@ -735,13 +860,21 @@ def run(
 
     ``max_steps`` counts requests to the model; resuming the unanswered calls of ``messages`` (see the
     module docs) is an extra step 0 with no request.
+
+    ``approvals`` (``{call_id: True | False | ts.Deny("why")}``) answers calls that a previous run
+    left awaiting approval (``stop_reason == "awaiting_approval"``); pass the same ``ledger``. It is
+    checked before anything runs (:class:`~toolstitch.errors.ApprovalError`). ``error_message(call,
+    exc) -> str`` overrides the toolbox's hook: what the model reads when a tool raises.
     """
     options = _RunOptions.of(locals())
     wrapped = _wrapped(client, want_async=False)
     loop = _Loop(options)
-    pending = loop.pending()
-    if pending is not None:
-        _resume(loop, pending)
+    now_, waiting = loop.plan_resume(loop.pending())
+    if now_ or waiting:
+        _resume(loop, now_, bool(waiting))
+    if waiting:
+        loop.defer(0)
+        return loop.result("awaiting_approval")
     for index in loop.step_indices():
         stop = _step(loop, wrapped, options.model, index)
         if stop is not None:
@@ -749,10 +882,10 @@ def run(
     return loop.result("max_steps")
 
 
-def _resume(loop: _Loop, calls: list[ToolCall]) -> None:
+def _resume(loop: _Loop, calls: list[ToolCall], waiting: bool) -> None:
     t0 = now()
-    results = execute(loop.box, calls, **loop.resume_kwargs(calls))
-    loop.resumed(calls, results, t0)
+    results = execute(loop.box, calls, **loop.resume_kwargs(calls)) if calls else []
+    loop.resumed(calls, results, t0, waiting)
 
 
 def _step(loop: _Loop, wrapped: Any, model: str, index: int) -> StopReason | None:
@@ -774,8 +907,12 @@ def _step(loop: _Loop, wrapped: Any, model: str, index: int) -> StopReason | Non
     stop = turn.received()
     if stop is not None:
         return stop
-    results = execute(loop.box, turn.calls, **turn.execute_kwargs())
-    return turn.executed(results)
+    calls = turn.to_run()
+    results = execute(loop.box, calls, **turn.execute_kwargs()) if calls else []
+    stop = turn.executed(results)
+    if turn.waiting:
+        loop.defer(index)
+    return stop
 
 
 # ----------------------------------------------------------------------------- async twin
@@ -788,9 +925,12 @@ async def arun(client: Any, **options: Any) -> RunResult:
     opts = _RunOptions.of(bound(run, client, **options))
     wrapped = _wrapped(client, want_async=True)
     loop = _Loop(opts)
-    pending = loop.pending()
-    if pending is not None:
-        await _aresume(loop, pending)
+    now_, waiting = await loop.ledger._io(loop.plan_resume, loop.pending())
+    if now_ or waiting:
+        await _aresume(loop, now_, bool(waiting))
+    if waiting:
+        await loop.ledger._io(loop.defer, 0)
+        return loop.result("awaiting_approval")
     for index in loop.step_indices():
         stop = await _astep(loop, wrapped, opts.model, index)
         if stop is not None:
@@ -798,10 +938,10 @@ async def arun(client: Any, **options: Any) -> RunResult:
     return loop.result("max_steps")
 
 
-async def _aresume(loop: _Loop, calls: list[ToolCall]) -> None:
+async def _aresume(loop: _Loop, calls: list[ToolCall], waiting: bool) -> None:
     t0 = now()
-    results = await aexecute(loop.box, calls, **loop.resume_kwargs(calls))
-    loop.resumed(calls, results, t0)
+    results = await aexecute(loop.box, calls, **loop.resume_kwargs(calls)) if calls else []
+    loop.resumed(calls, results, t0, waiting)
 
 
 # _aresume and _astep repeat _resume and _step line for line but for ``await``/``async for``/
@@ -823,5 +963,9 @@ async def _astep(loop: _Loop, wrapped: Any, model: str, index: int) -> StopReaso
     stop = turn.received()
     if stop is not None:
         return stop
-    results = await aexecute(loop.box, turn.calls, **turn.execute_kwargs())
-    return turn.executed(results)
+    calls = turn.to_run()
+    results = await aexecute(loop.box, calls, **turn.execute_kwargs()) if calls else []
+    stop = turn.executed(results)
+    if turn.waiting:
+        await loop.ledger._io(loop.defer, index)
+    return stop

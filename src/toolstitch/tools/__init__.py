@@ -5,6 +5,7 @@
 * :mod:`._toolbox`     ``Toolbox``: the offered tools and the threads their calls run on.
 * :mod:`._runtime`     the thread pool and event-loop thread a toolbox owns.
 * :mod:`._gate`        ready, then offered, then valid, then approved.
+* :mod:`._approval`    ``Deny``, and the ledger's record of calls awaiting a person's approval.
 * :mod:`._executor`    running admitted calls with timeouts and cancellation.
 * :mod:`._claim`       the claim protocol: exactly one execution per call (every ledger implements it).
 * :mod:`._ledger`      the in-memory and SQLite ledgers.
@@ -13,18 +14,22 @@
 
 from __future__ import annotations
 
+from ._approval import Approval, Deny
 from ._claim import Claim, ClaimLedger, StoredResult, Verdict, fingerprint
 from ._definition import ConfirmCallback, Tool, tool
-from ._executor import CallTimings, ToolResult
+from ._executor import CallTimings, ErrorMessage, ToolResult, default_error_message
 from ._ledger import Ledger, LedgerEntry, SQLiteLedger
 from ._postgres import PostgresLedger
 from ._toolbox import Toolbox
 
 __all__ = [
+    "Approval",
     "CallTimings",
     "Claim",
     "ClaimLedger",
     "ConfirmCallback",
+    "Deny",
+    "ErrorMessage",
     "Ledger",
     "LedgerEntry",
     "PostgresLedger",
@@ -34,6 +39,7 @@ __all__ = [
     "ToolResult",
     "Toolbox",
     "Verdict",
+    "default_error_message",
     "fingerprint",
     "tool",
 ]

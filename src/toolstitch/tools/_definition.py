@@ -30,6 +30,7 @@ import pydantic
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from ..core._call import ToolCall
+from ._approval import Deny
 from ._runtime import is_async_callable
 from ._strict import clean_schema, is_strict_schema, strict_schema
 
@@ -38,8 +39,17 @@ if TYPE_CHECKING:
 
 __all__ = ["ConfirmCallback", "Tool", "ToolOptions", "tool"]
 
-ConfirmCallback: TypeAlias = Callable[[ToolCall, "Tool"], "bool | Awaitable[bool]"]
-"""Asked before a ``confirm=True`` tool runs: ``(call, tool) -> bool`` (or an awaitable of bool)."""
+ConfirmCallback: TypeAlias = Callable[[ToolCall, "Tool"], "bool | Deny | Awaitable[bool | Deny]"]
+"""Asked before a ``confirm=True`` tool runs: ``confirm(call, tool) -> True | False | ts.Deny(reason)``.
+
+``call`` is the sealed, validated :class:`~toolstitch.ToolCall` (``call.name``, ``call.parsed``,
+``call.id``), ``tool`` the :class:`Tool` it names. A plain function runs in a worker thread (it may
+block, asking a person); an ``async def`` (or any callable returning an awaitable) is awaited. Only
+``True`` runs the call; ``False`` refuses it with a generic reason; ``ts.Deny("reason")`` refuses it
+and the model reads the reason. A callback that raises refuses the call with a generic reason (the
+exception is logged, never shown to the model). The toolbox's ``timeout``/``total_timeout`` bound the
+wait.
+"""
 
 _NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")  # OpenAI's pattern, accepted by every provider (H13)
 

@@ -15,6 +15,10 @@ they finish in. What never happens:
 
 * a tool's exception escaping (it becomes an ``"error"`` result, logged with the call id on the
   ``"toolstitch"`` logger) unless the caller asked for ``raise_tool_errors``;
+* an exception's text reaching the model, unless the tool raised :class:`~toolstitch.ToolError`
+  (its text is the message, verbatim) or an ``error_message`` hook decides otherwise: by default the
+  model reads that the tool failed and the exception's type (texts carry hostnames, connection
+  strings, tokens). The failure is logged in one line at WARNING, its traceback at DEBUG;
 * waiting past a timeout: a call over its own timeout, or a batch over the total timeout, gets a
   ``"timeout"`` result (a confirmation still pending counts too: the tool never runs after the
   deadline). Async tools are cancelled and given at most ``_CANCEL_GRACE`` seconds to unwind, once
@@ -44,12 +48,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..core._call import ToolCall, now
+from ..errors import ToolError
+from ._approval import Approval, Deny
 from ._claim import ClaimLedger, LedgerEntry, Verdict, fingerprint, stored_result
 from ._definition import Tool
 from ._gate import (
     Admission,
     Refusal,
     admit,
+    denied,
     in_progress,
     ledger_unavailable,
     not_approved,
@@ -62,11 +69,47 @@ from ._twins import async_twin_of, bound
 if TYPE_CHECKING:
     from ._toolbox import Toolbox
 
-__all__ = ["CallTimings", "ResultStatus", "Started", "ToolResult", "aexecute", "execute"]
+__all__ = [
+    "CallTimings",
+    "ErrorMessage",
+    "ResultStatus",
+    "Started",
+    "ToolResult",
+    "aexecute",
+    "default_error_message",
+    "execute",
+]
 
 logger = logging.getLogger("toolstitch")
 
 _CANCEL_GRACE = 0.1  # seconds, once per batch, that cancelled async tools get to unwind
+
+ErrorMessage = Callable[[ToolCall, BaseException], str]
+"""``error_message(call, exc) -> str``: what the model reads when a tool raised ``exc`` (any exception
+but :class:`~toolstitch.ToolError`, whose text is always used as is). A hook that raises or returns
+no ``str`` gives the default text (:func:`default_error_message`)."""
+
+
+def default_error_message(call: ToolCall, exc: BaseException) -> str:
+    """The model's text for a tool that raised: the tool failed, and the exception's type. Never the
+    exception's own text, which may carry hostnames, connection strings or tokens."""
+    name = call.name if isinstance(call.name, str) and call.name else "the tool"
+    return (
+        f"Error: {name} failed ({type(exc).__name__}); the details were logged, not shown. "
+        "It did not return a result."
+    )
+
+
+def _one_line(text: str, limit: int = 500) -> str:
+    text = text.replace("\r", "\\r").replace("\n", "\\n")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _text_of(exc: BaseException) -> str:
+    try:
+        return str(exc)
+    except Exception:  # a hostile __str__
+        return f"<a {type(exc).__name__} whose text cannot be shown>"
 
 
 # ----------------------------------------------------------------------------- invoking
@@ -210,10 +253,14 @@ class _Batch:
         keys: Sequence[str] | None,
         on_start: Callable[[ToolCall, bool], None] | None,
         on_result: Callable[[ToolResult], None] | None,
+        error_message: ErrorMessage | None = None,
+        approvals: Mapping[str, Approval] | None = None,
     ) -> None:
         if keys is not None and len(keys) != len(calls):
             raise ValueError("keys must give one ledger key per call")
         self.box = box
+        self.error_message = error_message if error_message is not None else box.error_message
+        self.approvals = dict(approvals or {})
         self.calls = list(calls)
         self.ledger = ledger
         self.keys = keys
@@ -306,15 +353,38 @@ class _Batch:
         exc = future.exception()
         if exc is None:
             return ToolResult(job.call, "ok", value=future.result(), timings=timings)
-        _warn(job, "tool %r raised %s (call id %s)", name, type(exc).__name__, job.call.id, exc=exc)
+        what = "tool %r raised %s: %s (call id %s)"
+        _warn(job, what, name, type(exc).__name__, _one_line(_text_of(exc)), job.call.id, exc=exc)
         return ToolResult(
             job.call,
             "error",
-            error=f"Error: {name} failed: {type(exc).__name__}: {exc}",
+            error=self.model_text(job.call, exc),
             reason="raised",
             exception=exc,
             timings=timings,
         )
+
+    def model_text(self, call: ToolCall, exc: BaseException) -> str:
+        """What the model reads about a tool that raised (see :data:`ErrorMessage`)."""
+        if isinstance(exc, ToolError):  # said on purpose, for the model: verbatim
+            return _text_of(exc) or default_error_message(call, exc)
+        hook = self.error_message
+        if hook is not None:
+            try:
+                text = hook(call, exc)
+            except Exception as hook_exc:
+                logger.warning(
+                    "the error_message hook raised %s for call %s; the default text was used",
+                    type(hook_exc).__name__,
+                    call.id,
+                )
+                logger.debug("traceback of the error_message hook", exc_info=hook_exc)
+                text = None
+            if isinstance(text, str):
+                return text
+            if text is not None:
+                logger.warning("the error_message hook returned no str for call %s", call.id)
+        return default_error_message(call, exc)
 
     def timed_out(self, job: _Job, limit: float | None, total: bool) -> ToolResult:
         """Out of time: ``timeout`` when the tool began, ``not_started`` when it never did."""
@@ -364,9 +434,12 @@ class _Batch:
 
 
 def _warn(job: _Job, message: str, *args: Any, exc: BaseException | None = None) -> None:
-    """Log on the ``"toolstitch"`` logger with the call id and tool name as structured fields."""
+    """Log on the ``"toolstitch"`` logger with the call id and tool name as structured fields: one
+    line at WARNING, and the exception's traceback (if any) at DEBUG."""
     extra = {"tool_call_id": job.call.id, "tool_name": job.tool.name}
-    logger.warning(message, *args, exc_info=exc, extra=extra)
+    logger.warning(message, *args, extra=extra)
+    if exc is not None:
+        logger.debug("traceback of the failure above (call id %s)", job.call.id, exc_info=exc, extra=extra)
 
 
 def _stream_timings(call: ToolCall) -> CallTimings:
@@ -465,9 +538,22 @@ async def _claim(batch: _Batch, job: _Job) -> ToolResult | None:
     return _refused(job.call, in_progress(job.call), job.timings)
 
 
-async def _confirm(box: Toolbox, job: _Job) -> Refusal | None:
-    """Step 4 of the gate. A sync callback runs in a worker thread, so the deadline still holds while
-    it blocks (and the tool never runs after it)."""
+def _answered(call: ToolCall, answer: Any) -> Refusal | None:
+    """A confirmation's answer: only ``True`` itself approves (fail closed); ``Deny`` carries a reason."""
+    if answer is True:
+        return None
+    if isinstance(answer, Deny):
+        return denied(call, answer.reason)
+    return not_approved(call)
+
+
+async def _confirm(batch: _Batch, job: _Job) -> Refusal | None:
+    """Step 4 of the gate: an approval given to the run for this call's key, else the toolbox's
+    callback. A sync callback runs in a worker thread, so the deadline still holds while it blocks
+    (and the tool never runs after it)."""
+    box = batch.box
+    if job.key in batch.approvals:
+        return _answered(job.call, batch.approvals[job.key])
     callback = box.confirm
     if callback is None:
         return not_approved(job.call, "this tool needs approval and no confirmation callback is configured")
@@ -485,7 +571,7 @@ async def _confirm(box: Toolbox, job: _Job) -> Refusal | None:
         return _callback_failed(job, exc)
     finally:
         job.timings.confirmation = now() - t0
-    return None if answer is True else not_approved(job.call)
+    return _answered(job.call, answer)
 
 
 def _in_thread(fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
@@ -551,7 +637,7 @@ async def _run_job(
         if job.tool.confirm:
             if turn is not None:
                 await turn.wait()
-            refusal = await _confirm(box, job)
+            refusal = await _confirm(batch, job)
             if refusal is not None:
                 await batch.finish(job, _refused(job.call, refusal, job.timings))
                 return
@@ -647,13 +733,17 @@ def execute(
     started: Mapping[int, Started] | None = None,
     on_start: Callable[[ToolCall, bool], None] | None = None,
     on_result: Callable[[ToolResult], None] | None = None,
+    error_message: ErrorMessage | None = None,
+    approvals: Mapping[str, Approval] | None = None,
 ) -> list[ToolResult]:
     """Gate and run ``calls`` from sync code; one result per call, in declared order.
 
     ``keys`` are the ledger keys (default: the call ids); ``started`` maps ``id(call)`` to calls
     dispatched early. ``on_start(call, eager)`` and ``on_result(result)`` are called from this thread.
+    ``error_message`` overrides the toolbox's hook; ``approvals`` (by ledger key) answer the
+    confirmation of those calls instead of the toolbox's callback.
     """
-    batch = _Batch(box, calls, ledger, keys, on_start, on_result)
+    batch = _Batch(box, calls, ledger, keys, on_start, on_result, error_message, approvals)
     jobs = batch.prepare(started)
     if not jobs:
         return batch.done(raise_tool_errors)
@@ -721,7 +811,16 @@ async def aexecute(box: Toolbox, calls: Sequence[ToolCall], **options: Any) -> l
     """Gate and run ``calls`` on the running event loop, with the arguments of :func:`execute`;
     one result per call, in declared order. Cancelling it cancels every running async tool."""
     args = bound(execute, box, calls, **options)
-    batch = _Batch(box, calls, args["ledger"], args["keys"], args["on_start"], args["on_result"])
+    batch = _Batch(
+        box,
+        calls,
+        args["ledger"],
+        args["keys"],
+        args["on_start"],
+        args["on_result"],
+        args["error_message"],
+        args["approvals"],
+    )
     jobs = batch.prepare(args["started"])
     total = args["timeout"] if args["timeout"] is not None else box.total_timeout
     if jobs:

@@ -9,8 +9,9 @@
    looked up anywhere else: no fuzzy match, no attribute, no global.
 3. **Valid.** The arguments validate: pydantic for typed tools, ``jsonschema`` for raw-schema tools.
    Invalid arguments never reach the function.
-4. **Confirmed.** A ``confirm=True`` tool needs the toolbox's callback to say yes (the executor asks,
-   since the callback may be async or slow).
+4. **Confirmed.** A ``confirm=True`` tool needs a yes: the toolbox's callback (the executor asks,
+   since the callback may be async or slow), or an approval given to ``ts.run(approvals=...)``
+   (see ``_approval.py``). ``ts.Deny(reason)`` says no with a reason the model reads.
 
 Each refusal is a :class:`Refusal` whose ``message`` is written for the model: it says precisely what
 was wrong and that the call did not run, so the next step can correct it.
@@ -33,6 +34,7 @@ __all__ = [
     "Refusal",
     "RefusalReason",
     "admit",
+    "denied",
     "in_progress",
     "ledger_unavailable",
     "not_approved",
@@ -136,6 +138,16 @@ def not_approved(call: ToolCall, why: str | None = None) -> Refusal:
     return Refusal(
         "not_approved",
         f"Error: the call to {_shown(call.name)} was not approved{detail}; it was not run.",
+    )
+
+
+def denied(call: ToolCall, reason: str) -> Refusal:
+    """Step 4 said no with a reason (``ts.Deny(reason)``): the model reads the reason as given."""
+    if not reason.strip():
+        return not_approved(call)
+    return Refusal(
+        "not_approved",
+        f"Error: the call to {_shown(call.name)} was not approved; it was not run. Reason: {reason}",
     )
 
 

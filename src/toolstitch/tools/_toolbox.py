@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core._call import ToolCall
 from ._definition import ConfirmCallback, Tool, tool
-from ._executor import ToolResult, aexecute, execute
+from ._executor import ErrorMessage, ToolResult, aexecute, execute
 from ._runtime import Runtime
 from ._twins import async_twin_of
 
@@ -25,7 +25,13 @@ __all__ = ["Toolbox"]
 class Toolbox:
     """The tools offered to the model, and how their calls are executed.
 
-    ``confirm``        asked before any ``confirm=True`` tool runs; without it such calls are refused.
+    ``confirm``        asked before any ``confirm=True`` tool runs: ``confirm(call, tool)`` returns
+                       ``True``, ``False`` or ``ts.Deny("reason")`` (sync or async; see
+                       :data:`~toolstitch.tools.ConfirmCallback`). Without it, ``ts.run`` defers such
+                       calls (``stop_reason == "awaiting_approval"``) and ``execute`` refuses them.
+    ``error_message``  ``error_message(call, exc) -> str``: what the model reads when a tool raises
+                       (``ts.ToolError`` excepted: its text is always used). Default: the tool failed,
+                       and the exception's type, never its text.
     ``max_workers``    threads for sync tools (a bounded pool shared by every batch of this toolbox).
     ``timeout``        seconds per call for tools that set none (None: no limit).
     ``total_timeout``  seconds for one batch of parallel calls, all together (None: no limit).
@@ -39,6 +45,7 @@ class Toolbox:
         tools: Iterable[Tool | Callable[..., Any]] = (),
         *,
         confirm: ConfirmCallback | None = None,
+        error_message: ErrorMessage | None = None,
         max_workers: int | None = None,
         timeout: float | None = None,
         total_timeout: float | None = None,
@@ -50,6 +57,7 @@ class Toolbox:
                 raise ValueError(f"{what} must be a positive number of seconds (or None)")
         self._tools: dict[str, Tool] = {}
         self.confirm = confirm
+        self.error_message = error_message
         self.max_workers = max_workers
         self.timeout = timeout
         self.total_timeout = total_timeout
