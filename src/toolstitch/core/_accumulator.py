@@ -54,6 +54,7 @@ from ._events import (
     ToolCallReady,
     ToolCallStarted,
 )
+from ._fast import take_common_chunk
 from ._limits import Limits, retained, sample
 from ._read import ChoicePiece, InBandError, ToolFragment, read_chunk, show
 from ._recover import TextToolCallRecovery
@@ -64,6 +65,7 @@ from ._serialisable import serialisable
 __all__ = ["Accumulator", "StreamMetrics"]
 
 _NO_EVENTS: Sequence[Event] = ()
+_ENVELOPE_FIELDS = ("id", "model", "created", "object", "system_fingerprint", "service_tier")
 _MAX_USAGE = 1 << 20
 """Bytes of one usage value (it replaces the previous one, so it is bounded on its own)."""
 _MAX_FINISH_REASONS = 16
@@ -157,6 +159,10 @@ class Accumulator:
     the metrics of a replayed stream are those of the original.
     """
 
+    _fast_path = True
+    """Read the common shape of a chunk on the fast path (``_fast.py``). Tests switch it off on an
+    instance to compare the two paths; nothing else should."""
+
     def __init__(
         self,
         tools: Iterable[Any] | None = None,
@@ -206,6 +212,8 @@ class Accumulator:
         self._service_tier: str | None = None
         self._usage: Any = None
         self._extra: dict[str, Any] = {}
+        self._envelope_unset: tuple[str, ...] = _ENVELOPE_FIELDS
+        """The envelope fields not kept yet: a chunk carrying one of them takes the general path."""
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -261,9 +269,24 @@ class Accumulator:
         Never raises: a failure inside toolstitch refuses the calls the chunk touched.
         """
         try:
-            return self._feed(chunk, seq)
+            return self._feed(chunk, seq, True)
         except Exception as exc:  # the last net: every finer one failed too
             return self._panic(exc)
+
+    def _feed_quiet(self, chunk: Any) -> None:
+        """:meth:`feed` for a consumer that never reads the events (the wrapped stream, unless its
+        user asked for events): the state and metrics written are the same, but the common chunk
+        builds no event objects. Never raises."""
+        try:
+            if self._fast_path and self.metrics.first_chunk_at is not None and not self.ended:
+                # What ``_feed`` does first, without its layers: this is the per-chunk hot path.
+                taken = take_common_chunk(self, chunk, False)
+                if taken is not None:
+                    self.metrics.chunks += 1
+                    return
+            self._feed(chunk, None, False)
+        except Exception as exc:
+            self._panic(exc)
 
     def _panic(self, exc: BaseException) -> Sequence[Event]:
         """Refuse every open call, record the failure, raise nothing (fail closed, rule 9)."""
@@ -277,7 +300,7 @@ class Accumulator:
                         call._invalidate(InternalFault("toolstitch failed; the call was refused"))
         return events
 
-    def _feed(self, chunk: Any, seq: int | None) -> Sequence[Event]:
+    def _feed(self, chunk: Any, seq: int | None, want_events: bool) -> Sequence[Event]:
         if self.ended:
             return self._note_chunk(AnomalyCode.CHUNK_AFTER_END, "a chunk arrived after the end", chunk)
         if seq is not None:
@@ -286,8 +309,21 @@ class Accumulator:
                     AnomalyCode.REPLAYED_CHUNK, f"chunk #{show(seq)} was already seen; dropped", chunk
                 )
             self._last_seq = seq
-        t = self._clock()
         metrics = self.metrics
+        if self._fast_path and metrics.first_chunk_at is not None:
+            # The common shape of a chunk (``_fast.py``); None means it is not: read it in full.
+            try:
+                taken = take_common_chunk(self, chunk, want_events)
+            except Exception as exc:
+                # Whatever the chunk touched is unknown here: refuse every open call (rule 9).
+                metrics.chunks += 1
+                events: list[Event] = []
+                self._refuse(self._open_calls(), exc, events, chunk)
+                return events
+            if taken is not None:
+                metrics.chunks += 1
+                return taken
+        t = self._clock()
         if metrics.first_chunk_at is None:
             metrics.first_chunk_at = t
         metrics.chunks += 1
@@ -302,7 +338,7 @@ class Accumulator:
         except Exception as exc:
             # Nothing of the chunk could be read, so which calls it touched is unknown: every open
             # call may have lost a fragment.
-            events: list[Event] = []
+            events = []
             self._refuse(self._open_calls(), exc, events, chunk)
             return events
         events = []
@@ -384,6 +420,18 @@ class Accumulator:
             for key, value in env.extra.items():
                 if self._keep(value, f"the chunk field {show(key)}", None, events):
                     self._extra[key] = value
+        self._envelope_unset = tuple(
+            key
+            for key, kept in (
+                ("id", self._id),
+                ("model", self._model),
+                ("created", self._created),
+                ("object", self._object),
+                ("system_fingerprint", self._system_fingerprint),
+                ("service_tier", self._service_tier),
+            )
+            if kept is None
+        )
 
     def _take_choice(self, piece: ChoicePiece, t: float, events: list[Event], notes: list[Anomaly]) -> None:
         """Read one choice of a chunk, section by section, so a fault in one still reads the rest."""
@@ -657,6 +705,18 @@ class Accumulator:
             events.append(ToolCallInvalid(call, call._error))
         for note in local:
             self._record(note, call, events)
+        # May the next plain piece for this call take the fast path (``_fast.py``)? Only when the
+        # general path would do nothing but append it; any change of status clears this again.
+        scanner = call._scanner
+        call._fast = (
+            call._status == "open"
+            and call._chars > 0
+            and call._slot < limits.max_calls_per_choice
+            and call._slot not in table.chains
+            and not call._surrogates
+            and not scanner.complete
+            and scanner.error is None
+        )
 
     def _finish(
         self, state: _Choice, reason: str, t: float, events: list[Event], notes: list[Anomaly]

@@ -158,6 +158,7 @@ class ToolCall:
         "_choice",
         "_error",
         "_extra",
+        "_fast",
         "_id",
         "_index",
         "_joined",
@@ -196,6 +197,9 @@ class ToolCall:
         self._surrogates = False
         self._pending_error: ToolCallError | None = None
         """An error decided while the call was open (a contradicting second value): applied at seal."""
+        self._fast = False
+        """May the accumulator's fast path (``_fast.py``) append the next plain piece? Set by the
+        accumulator after a fragment; cleared by every method below that changes the status."""
 
     def __repr__(self) -> str:
         return (
@@ -311,6 +315,7 @@ class ToolCall:
             size = len(text.encode("utf-8", "surrogatepass"))
             if not self._surrogates and has_lone_surrogate(text):
                 self._surrogates = True
+                self._fast = False
         metrics.bytes += size
         status = self._status
         if status != "open":
@@ -338,6 +343,7 @@ class ToolCall:
 
     def _replace_arguments(self, text: str, now: float) -> None:
         """Replace all argument text (a provider resent the arguments whole)."""
+        self._fast = False
         self._parts = []
         self._joined = ""
         self._chars = 0
@@ -348,6 +354,7 @@ class ToolCall:
 
     def _exceed(self, limit_name: str, limit: int, text: str, now: float) -> None:
         """A byte bound was exceeded: keep a bounded sample only, refuse the call."""
+        self._fast = False
         keep = self._sample_chars
         sample = (self.arguments[:keep] + text[:keep])[:keep]
         self._parts = [sample] if sample else []
@@ -365,6 +372,7 @@ class ToolCall:
 
     def _exceed_call_limit(self, limit: int, now: float) -> None:
         """Mark this call invalid because its choice already holds ``limit`` calls."""
+        self._fast = False
         self._status = "invalid"
         self._metrics.sealed_at = now
         self._bytes_left = self._sample_chars  # keep no more than a sample of its text
@@ -383,6 +391,7 @@ class ToolCall:
         if self._status == "incomplete":
             return
         keep = self._sample_chars
+        self._fast = False
         error = self._error
         if isinstance(error, LateFragment):
             if len(error.raw) < keep:
@@ -399,6 +408,7 @@ class ToolCall:
         if self._status != "open":
             return
         self._metrics.sealed_at = now
+        self._fast = False
         text = self.arguments
         if text == "" and empty_as_object:
             text = "{}"
@@ -422,11 +432,13 @@ class ToolCall:
 
     def _invalidate(self, error: ToolCallError) -> None:
         """Turn the call invalid (a failed tool check, a broken contract, an internal fault)."""
+        self._fast = False
         self._status = "invalid"
         self._error = error
 
     def _mark_incomplete(self, reason: str) -> None:
         """The stream ended (or failed) before this call was sealed."""
+        self._fast = False
         if self._status == "open":
             self._status = "incomplete"
             self._error = CallIncomplete(f"{reason}; the arguments may be truncated", raw=self.arguments)

@@ -6,6 +6,8 @@ model was given before anything executes it (rule 4). Validators are built once 
 
 from __future__ import annotations
 
+import json
+import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -82,17 +84,13 @@ class ToolSchemas:
             return None
         validator = self._validators.get(name)
         if validator is None:
-            import jsonschema  # imported on first use: most streams never need it
-
-            cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-            try:
-                cls.check_schema(schema)
-            except jsonschema.SchemaError as exc:
+            validator, problem = _validator(schema)
+            if problem is not None:
                 # Not a valid JSON Schema: nothing can be checked against it, so no call of this tool
                 # becomes ready on the strength of it (fail closed, like a schema that cannot run).
-                message = f"the schema of {name!r} is not a valid JSON Schema: {exc.message}"
-                return SchemaViolation(message, raw=raw, errors=[f"(schema): {exc.message}"])
-            validator = self._validators[name] = cls(schema)
+                message = f"the schema of {name!r} is not a valid JSON Schema: {problem}"
+                return SchemaViolation(message, raw=raw, errors=[f"(schema): {problem}"])
+            self._validators[name] = validator
         try:
             errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
         except Exception as exc:
@@ -111,6 +109,48 @@ class ToolSchemas:
             raw=raw,
             errors=messages,
         )
+
+
+_CACHE_SIZE = 256
+_cache: dict[str, tuple[Any, str | None]] = {}
+_cache_lock = threading.Lock()
+
+
+def _validator(schema: Mapping[str, Any]) -> tuple[Any, str | None]:
+    """``(validator, None)`` for a valid schema, ``(None, why)`` for one that is not a JSON Schema.
+
+    Checking a schema against its metaschema costs milliseconds, far more than validating a call:
+    a process that streams the same tools again and again (every request of an agent) builds each
+    validator once. Keyed by the schema's canonical JSON, so an equal schema is the same entry; a
+    schema that is not JSON (it cannot be keyed) is built every time. Bounded (``_CACHE_SIZE``,
+    oldest out first).
+    """
+    try:
+        key: str | None = json.dumps(schema, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        key = None
+    if key is not None:
+        found = _cache.get(key)
+        if found is not None:
+            return found
+    import jsonschema  # imported on first use: most streams never need it
+
+    if key is not None:
+        # The cached validator holds its own copy: a caller that later changes its schema dict in
+        # place must not change what an equal request is checked against.
+        schema = json.loads(key)
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    try:
+        cls.check_schema(schema)
+        built: tuple[Any, str | None] = (cls(schema), None)
+    except jsonschema.SchemaError as exc:
+        built = (None, exc.message)
+    if key is not None:
+        with _cache_lock:
+            if len(_cache) >= _CACHE_SIZE:
+                del _cache[next(iter(_cache))]
+            _cache[key] = built
+    return built
 
 
 def _omitted_nullable(error: Any) -> bool:
