@@ -203,7 +203,8 @@ def take_common_chunk(acc: Accumulator, chunk: Any, want_events: bool) -> Sequen
                         if scanner.complete:
                             events.append(ArgumentsComplete(call))
                         else:
-                            events.append(ArgumentsMalformed(call, scanner.error, scanner.error_at))
+                            error = scanner.error or ""
+                            events.append(ArgumentsMalformed(call, error, scanner.error_at))
                         return events
             if events is not None:
                 events.append(ArgumentsDelta(call, text))
@@ -243,7 +244,7 @@ def _read_dict(acc: Accumulator, chunk: dict[str, Any]) -> tuple[Any, int, Any, 
         return None
     tool_calls = dget("tool_calls")
     call = None
-    text = ""
+    text: Any = ""
     if tool_calls:
         if type(tool_calls) is not list or len(tool_calls) != 1:
             return None
