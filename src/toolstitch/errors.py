@@ -31,7 +31,8 @@ The hierarchy::
     │       └── CallIncomplete           the stream ended before the call was sealed
     └── UserWarning
         ├── RecordingWarning             a recording could not be written (the stream went on)
-        └── UnstitchedStreamWarning      wrap(): a streaming path toolstitch cannot stitch (passed on as is)
+        ├── UnstitchedStreamWarning      wrap(): a streaming path toolstitch cannot stitch (passed on as is)
+        └── FastDecodeWarning            decode="fast" kept the SDK's decoding on this openai release
 
 Errors *raised* to the caller are :class:`IncompleteStreamError`, :class:`HistoryError`,
 :class:`CallNotReadyError`, :class:`UnusableMessageError`, :class:`RecordingFormatError` and
@@ -61,6 +62,7 @@ __all__ = [
     "ChoiceNotFoundError",
     "ContractViolation",
     "EmptyArguments",
+    "FastDecodeWarning",
     "HistoryError",
     "InBandError",
     "IncompleteStreamError",
@@ -382,3 +384,8 @@ class UnstitchedStreamWarning(UserWarning):
     ``warnings.filterwarnings("ignore", category=ts.errors.UnstitchedStreamWarning)`` when that is
     what you mean.
     """
+
+
+class FastDecodeWarning(UserWarning):
+    """``decode="fast"`` could not show that its chunks equal this ``openai`` release's own, so the
+    stream is decoded by the SDK, as without the option; said once per process, with the reason."""

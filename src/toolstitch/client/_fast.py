@@ -1,0 +1,412 @@
+"""``decode="fast"``: the SDK's own stream, with its most expensive step done by pydantic-core.
+
+Most of the CPU a streamed response costs is the SDK turning each ``data:`` line into a
+``ChatCompletionChunk``: ``openai._models.construct_type`` walks the type annotations in Python and
+builds a fresh ``TypeAdapter`` for every ``Optional`` field (about 60 µs per chunk), where
+``ChatCompletionChunk.model_validate(data, strict=True)`` does the same in pydantic-core (about
+4 µs). This module swaps that one step, and nothing else, inside the SDK's own ``Stream``:
+
+* :func:`install` gives a not-yet-iterated ``openai.Stream``/``AsyncStream`` a stand-in client whose
+  ``_process_response_data`` is :func:`build_chunk` (falling back to the real client's method), and
+  (when :mod:`._sse` decodes exactly like this release's decoder) the faster SSE decoder. The SDK's
+  ``__stream__`` still runs: ``[DONE]``, in-band ``error`` events, ``event:`` handling, closing and
+  error translation are the SDK's code, so they cannot drift from it.
+
+The contract is equality: a chunk built here has the same class, ``__dict__``, ``model_extra`` and
+``model_fields_set`` (at every level) as the SDK's. Why strict validation gives that:
+
+* ``construct_type`` builds a model that an annotation names bare (``choices: List[Choice]``,
+  ``delta: ChoiceDelta``) with ``construct(**value)``: values kept as they are, unknown keys into
+  ``model_extra`` but *not* into ``model_fields_set``.
+* For an ``Optional[...]`` field it runs pydantic's lax validation (``validate_type``) and keeps the
+  result when that succeeds (``usage``, ``logprobs``, ``tool_calls``, ``function``...): unknown keys
+  there *are* in ``model_fields_set``.
+* Strict validation accepts a subset of what lax validation accepts and gives the same values where
+  both accept; on the construct-path models (the plan below) a strictly valid ``str``/``int``/
+  ``bool``/``Literal`` is exactly the value ``construct`` keeps. So a strictly valid chunk equals the
+  SDK's once the construct-path models' ``model_fields_set`` drop their extra keys.
+* What strict validation rejects (a missing ``index``, ``type: ""``, ``"1"`` for an int, a null
+  where a value is required, any non-object) is built by the SDK's own method for that chunk, as are
+  the two keys that mean something else to ``construct(**value)`` (``_fields_set`` and its mangled
+  ``__cls``).
+
+The plan is derived from the installed release's annotations; anything it cannot prove (a float, a
+dict, an alias, a non-``None`` default on a construct-path model) disables the fast builder. A
+self-check at first use compares both builders on a sample of chunks (and both SSE decoders on a
+sample of bodies); a release where they differ keeps the SDK's decoding and says so once, with a
+:class:`~toolstitch.errors.FastDecodeWarning`.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import math
+import threading
+import types
+import typing
+import warnings
+from collections.abc import Callable, Iterable
+from typing import Any, Literal
+
+import openai
+import pydantic
+from openai import _models as sdk_models
+from openai import _streaming as sdk_streaming
+from openai.types.chat import ChatCompletionChunk
+
+from ..errors import FastDecodeWarning
+from . import _sse
+
+__all__ = ["Decode", "build_chunk", "fast_decode_status", "install", "same_value"]
+
+Decode = Literal["sdk", "fast"]
+
+# --------------------------------------------------------------------------- the plan
+
+
+class _Node:
+    """One construct-path model class: where its nested construct-path models are."""
+
+    __slots__ = ("children",)
+
+    def __init__(self) -> None:
+        self.children: list[tuple[str, bool, _Node]] = []  # (field, is_list, node)
+
+
+_LEAVES = (str, int, bool)
+
+
+def _is_leaf(annotation: Any) -> bool:
+    """A type whose strictly valid value is the value ``construct`` keeps: ``str``, ``int``,
+    ``bool`` or a ``Literal`` of those (``float`` is not: ``construct`` keeps a large int whole)."""
+    if annotation in _LEAVES:
+        return True
+    if typing.get_origin(annotation) is Literal:
+        return all(type(a) in _LEAVES for a in typing.get_args(annotation))
+    return False
+
+
+def _is_union(annotation: Any) -> bool:
+    origin = typing.get_origin(annotation)
+    return origin is typing.Union or origin is types.UnionType
+
+
+def _model_class(annotation: Any) -> type[pydantic.BaseModel] | None:
+    if inspect.isclass(annotation) and issubclass(annotation, pydantic.BaseModel):
+        return annotation
+    return None
+
+
+def _plan(cls: type[pydantic.BaseModel], seen: frozenset[type] = frozenset()) -> _Node | None:
+    """The construct-path models under ``cls``, or ``None`` when equality cannot be shown."""
+    if cls in seen or not issubclass(cls, sdk_models.BaseModel):
+        return None
+    config = cls.model_config
+    if config.get("extra") != "allow" or config.get("populate_by_name") or config.get("strict"):
+        return None
+    if cls.__pydantic_decorators__.model_validators or cls.__pydantic_decorators__.field_validators:
+        return None
+    node = _Node()
+    for name, field in cls.model_fields.items():
+        if field.alias not in (None, name) or field.validation_alias not in (None, name):
+            return None
+        if not (field.is_required() or field.default is None) or field.default_factory is not None:
+            return None  # construct() turns an explicit null into the default: only None is null
+        annotation = field.annotation
+        if _is_union(annotation):
+            continue  # the SDK validates (lax) and keeps the result: strict success is the same
+        if _is_leaf(annotation):
+            continue
+        inner, is_list = annotation, False
+        if typing.get_origin(annotation) is list:
+            (inner,) = typing.get_args(annotation) or (object,)
+            is_list = True
+        model = _model_class(inner)
+        if model is None:
+            return None
+        child = _plan(model, seen | {cls})
+        if child is None:
+            return None
+        node.children.append((name, is_list, child))
+    return node
+
+
+def _construct_keywords() -> frozenset[str]:
+    """Keys that ``construct(**value)`` would take as its own parameters, not as fields."""
+    parameters = inspect.signature(sdk_models.BaseModel.construct).parameters.values()
+    return frozenset(p.name for p in parameters if p.kind is not inspect.Parameter.VAR_KEYWORD) | {
+        "_BaseModel__cls",
+    }
+
+
+_ROOT = _plan(ChatCompletionChunk)
+_HAZARDS = _construct_keywords()
+_validate = ChatCompletionChunk.model_validate
+
+
+def _settle(model: Any, node: _Node) -> bool:
+    """Make a strictly validated construct-path model look constructed (extra keys out of
+    ``model_fields_set``); False when ``construct`` would have done something else."""
+    extra = model.__pydantic_extra__
+    if extra:
+        if not _HAZARDS.isdisjoint(extra):
+            return False
+        model.__pydantic_fields_set__.difference_update(extra)
+    for name, is_list, child in node.children:
+        value = model.__dict__[name]
+        if is_list:
+            for item in value:
+                if not _settle(item, child):
+                    return False
+        elif not _settle(value, child):
+            return False
+    return True
+
+
+def build_chunk(data: Any) -> ChatCompletionChunk | None:
+    """``data`` (one decoded ``data:`` payload) as the SDK would construct it, or ``None`` when only
+    the SDK's own construction gives what the SDK gives (then call it)."""
+    if _ROOT is None or type(data) is not dict:
+        return None
+    try:
+        chunk = _validate(data, strict=True)
+    except pydantic.ValidationError:
+        return None
+    except Exception:  # recursion limits, hostile values: the SDK's path decides what happens
+        return None
+    return chunk if _settle(chunk, _ROOT) else None
+
+
+# --------------------------------------------------------------------------- equality
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """Equality as the contract means it: same classes, ``__dict__``, extras and
+    ``model_fields_set`` at every level (NaN equals NaN; ``1`` is not ``1.0``). Iterative, so a
+    value nested deeper than the recursion limit compares too."""
+    pending = [(a, b)]
+    while pending:
+        x, y = pending.pop()
+        if type(x) is not type(y):
+            return False
+        if isinstance(x, pydantic.BaseModel):
+            if x.model_fields_set != y.model_fields_set:
+                return False
+            pending.append((x.__pydantic_extra__, y.__pydantic_extra__))
+            pending.append((x.__dict__, y.__dict__))
+        elif isinstance(x, dict):
+            if x.keys() != y.keys():
+                return False
+            pending.extend((v, y[k]) for k, v in x.items())
+        elif isinstance(x, list | tuple):
+            if len(x) != len(y):
+                return False
+            pending.extend(zip(x, y, strict=True))
+        elif isinstance(x, float) and math.isnan(x):
+            if not math.isnan(y):
+                return False
+        elif x != y:
+            return False
+    return True
+
+
+# --------------------------------------------------------------------------- the stand-in client
+
+
+class _FastClient:
+    """The SDK client, except that ``_process_response_data`` tries :func:`build_chunk` first.
+
+    Only the stream holds it (as ``stream._client``); every other attribute is the real client's.
+    """
+
+    __slots__ = ("_process_response_data", "_real")
+
+    def __init__(self, real: Any) -> None:
+        object.__setattr__(self, "_real", real)
+        process = real._process_response_data
+
+        def process_response_data(*, data: object, cast_to: Any, response: Any) -> Any:
+            if cast_to is ChatCompletionChunk:
+                chunk = build_chunk(data)
+                if chunk is not None:
+                    return chunk
+            return process(data=data, cast_to=cast_to, response=response)
+
+        object.__setattr__(self, "_process_response_data", process_response_data)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._real, name, value)
+
+    def __repr__(self) -> str:
+        return repr(self._real)
+
+
+def real_client(client: Any) -> Any:
+    """The SDK client behind a stream's ``_client`` (itself, unless :func:`install` swapped it)."""
+    return client._real if isinstance(client, _FastClient) else client
+
+
+# --------------------------------------------------------------------------- the self-check
+
+
+def _sample_chunks() -> list[Any]:
+    """Chunks that exercise every rule above: common shapes, extras at every level, quirks that
+    must fall back, and the values where lax and strict validation could part ways."""
+    base: dict[str, Any] = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+    call = {"index": 0, "id": "call_1", "type": "function", "function": {"name": "f", "arguments": ""}}
+    usage = {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}
+    logprobs = {"content": [{"token": "a", "logprob": -1, "bytes": [97], "top_logprobs": []}]}
+
+    def choice(delta: Any, **more: Any) -> dict[str, Any]:
+        return {"index": 0, "delta": delta, "logprobs": None, "finish_reason": None, **more}
+
+    return [
+        {**base, "choices": [choice({"role": "assistant", "content": None})]},
+        {**base, "choices": [choice({"tool_calls": [call]})]},
+        {**base, "choices": [choice({"tool_calls": [{"index": 0, "function": {"arguments": '{"a'}}]})]},
+        {**base, "choices": [choice({}, finish_reason="tool_calls")]},
+        {**base, "choices": [], "usage": usage, "system_fingerprint": None},
+        {**base, "choices": [], "usage": {**usage, "prompt_tokens_details": {"cached_tokens": 0, "x": 1}}},
+        {**base, "x": {"y": [1, 2.5]}, "choices": [choice({"reasoning_content": "r", "content": "c"}, z=1)]},
+        {**base, "choices": [choice({"tool_calls": [{**call, "extra_content": {"g": "s"}}]})]},
+        {**base, "choices": [choice({"content": "a"}, logprobs=logprobs)]},
+        {**base, "choices": [choice({"tool_calls": [{"id": "x", "function": {"name": "f"}}]})]},
+        {**base, "choices": [choice({"tool_calls": [{**call, "type": ""}]})]},
+        {**base, "choices": [choice({"tool_calls": [{**call, "index": "0"}]})]},
+        {**base, "choices": [choice({"role": "model", "content": 5})]},
+        {**base, "created": "1", "choices": [choice({}, finish_reason="eos")]},
+        {**base, "created": True, "choices": [choice({}, index=None)]},
+        {**base, "choices": None},
+        {**base, "choices": [None, 1, "x"]},
+        {**base, "choices": [choice(None)]},
+        {**base, "_fields_set": ["id"], "choices": []},
+        {**base, "__cls": 1, "_x": 2, "model_config": 3, "choices": []},
+        {"choices": [choice({"content": "a"})]},
+        [1, 2],
+        "text",
+        None,
+    ]
+
+
+def _sdk_build(data: Any) -> Any:
+    try:
+        return ("value", sdk_models.construct_type(type_=ChatCompletionChunk, value=data))
+    except Exception as exc:
+        return ("error", type(exc), str(exc))
+
+
+def _builder_agrees() -> bool:
+    for sample in _sample_chunks():
+        chunk = build_chunk(_copy(sample))
+        if chunk is None:
+            continue
+        expected = _sdk_build(_copy(sample))
+        if expected[0] != "value" or not same_value(chunk, expected[1]):
+            return False
+    return True
+
+
+def _copy(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy(v) for v in value]
+    return value
+
+
+def _decoder_agrees() -> bool:
+    """Whether :mod:`._sse` decodes the sample bodies exactly as this release's ``SSEDecoder``."""
+    sdk_decoder = getattr(sdk_streaming, "SSEDecoder", None)
+    if sdk_decoder is None:
+        return False
+    for body in _sse.SAMPLE_BODIES:
+        for size in (1, 3, 7, len(body) or 1):
+            reads = [body[k : k + size] for k in range(0, len(body), size)]
+            if _events(sdk_decoder().iter_bytes, reads) != _events(_sse.SSEDecoder().iter_bytes, reads):
+                return False
+    return True
+
+
+def _events(decode: Callable[[Any], Iterable[Any]], reads: list[bytes]) -> list[Any]:
+    out: list[Any] = []
+    try:
+        for sse in decode(iter(reads)):
+            out.append((sse.event, sse.data, sse.id, sse.retry))
+    except Exception as exc:
+        out.append((type(exc), str(exc)))
+    return out
+
+
+class _Status:
+    """What the self-check found for the installed release (computed once, at first use)."""
+
+    __slots__ = ("builder", "decoder", "reason")
+
+    def __init__(self, builder: bool, decoder: bool, reason: str) -> None:
+        self.builder = builder
+        self.decoder = decoder
+        self.reason = reason
+
+
+_lock = threading.Lock()
+
+
+@functools.cache
+def fast_decode_status() -> _Status:
+    """Run the self-check once: can chunks be built fast, and can SSE be decoded fast, with
+    results equal to this ``openai`` release's own?"""
+    with _lock:
+        version = getattr(openai, "__version__", "?")
+        if _ROOT is None:
+            return _Status(
+                False,
+                False,
+                f"openai {version}: ChatCompletionChunk has fields the fast builder cannot prove equal",
+            )
+        try:
+            builder = _builder_agrees()
+            decoder = _decoder_agrees()
+        except Exception as exc:  # a self-check that fails proves nothing: keep the SDK's decoding
+            return _Status(False, False, f"openai {version}: the self-check failed ({type(exc).__name__})")
+        if not builder:
+            return _Status(False, False, f"openai {version}: its chunks differ from the fast builder's")
+        return _Status(True, decoder, "")
+
+
+@functools.cache
+def _warn_once(reason: str) -> None:
+    warnings.warn(
+        f'decode="fast" uses the SDK\'s own decoding instead: {reason}', FastDecodeWarning, stacklevel=4
+    )
+
+
+def install(sdk_stream: Any) -> bool:
+    """Switch an SDK stream that has not been iterated yet to fast decoding; True when it was.
+
+    The stream stays the SDK's object: its ``__stream__`` now builds chunks with
+    :func:`build_chunk` (the real client's method for any chunk that does not qualify) and reads
+    events with :class:`._sse.SSEDecoder` when that decoder is proven equal on this release. A
+    client with ``_strict_response_validation`` (the SDK then validates instead of constructing) or
+    a stream of something other than chat completion chunks is left as it is.
+    """
+    client = getattr(sdk_stream, "_client", None)
+    if client is None or isinstance(client, _FastClient):
+        return isinstance(client, _FastClient)
+    if getattr(sdk_stream, "_cast_to", None) is not ChatCompletionChunk:
+        return False
+    if getattr(client, "_strict_response_validation", True):
+        return False
+    status = fast_decode_status()
+    if not status.builder:
+        _warn_once(status.reason)
+        return False
+    sdk_stream._client = _FastClient(client)
+    if status.decoder and type(getattr(sdk_stream, "_decoder", None)) is getattr(
+        sdk_streaming, "SSEDecoder", None
+    ):
+        sdk_stream._decoder = _sse.SSEDecoder()
+    return True
