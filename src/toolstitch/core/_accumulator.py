@@ -37,7 +37,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..errors import IncompleteStreamError, InternalFault, LimitExceeded, MalformedArguments, MalformedChunk
 from ._anomaly import Anomaly, AnomalyCode
-from ._call import ToolCall, now, push, text_size
+from ._call import ToolCall, now, push, text_size, timings_dict
 from ._events import (
     AnomalyRecorded,
     ArgumentsComplete,
@@ -73,7 +73,8 @@ _MAX_FINISH_REASONS = 16
 
 
 class StreamMetrics:
-    """Stream-level counts and monotonic timestamps (seconds from ``time.monotonic()``)."""
+    """Stream-level counts and monotonic timestamps (seconds from ``time.monotonic()``; Unix time
+    through ``toolstitch.metrics.wall_clock`` or :meth:`as_dict`)."""
 
     __slots__ = ("chunks", "ended_at", "first_chunk_at", "first_tool_call_at", "started_at")
 
@@ -95,6 +96,21 @@ class StreamMetrics:
         if self.first_tool_call_at is None:
             return None
         return self.first_tool_call_at - self.started_at
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain data (JSON-ready): the counts, the ``*_at`` instants as Unix time, and the derived
+        ``time_to_first_chunk`` and ``time_to_first_tool_call`` (seconds)."""
+        return timings_dict(
+            {
+                "chunks": self.chunks,
+                "started_at": self.started_at,
+                "first_chunk_at": self.first_chunk_at,
+                "first_tool_call_at": self.first_tool_call_at,
+                "ended_at": self.ended_at,
+                "time_to_first_chunk": self.time_to_first_chunk,
+                "time_to_first_tool_call": self.time_to_first_tool_call,
+            }
+        )
 
 
 class _Choice:

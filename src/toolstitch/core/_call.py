@@ -25,10 +25,11 @@ seal makes the call ``invalid`` (the text is not valid Unicode, so no tool could
 
 from __future__ import annotations
 
+import builtins
 import json
 import time
-from dataclasses import dataclass
-from typing import Any, Literal
+from dataclasses import dataclass, fields
+from typing import Any, Literal, TypeVar
 
 from ..errors import (
     ArgumentsNotAnObject,
@@ -44,14 +45,29 @@ from ._anomaly import Anomaly
 from ._limits import Limits
 from ._scanner import JSONScanner
 
-__all__ = ["CallMetrics", "CallStatus", "ToolCall", "parse_arguments", "push", "text_size"]
+__all__ = [
+    "CLOCK_ANCHOR",
+    "CallMetrics",
+    "CallStatus",
+    "ToolCall",
+    "parse_arguments",
+    "push",
+    "text_size",
+    "timings_dict",
+    "wall_clock",
+]
 
 CallStatus = Literal["open", "ready", "invalid", "incomplete"]
+T = TypeVar("T")
 
 
 @dataclass(slots=True)
 class CallMetrics:
-    """Counts and monotonic timestamps (``time.monotonic()`` seconds) for one call."""
+    """Counts and monotonic timestamps (``time.monotonic()`` seconds) for one call.
+
+    Differences between two ``*_at`` instants are exact durations; :func:`wall_clock` (or
+    :meth:`as_dict`) turns an instant into Unix time through :data:`CLOCK_ANCHOR`.
+    """
 
     fragments: int = 0
     """Tool-call fragments received for this call (empty ones included)."""
@@ -65,6 +81,10 @@ class CallMetrics:
     """When the scanner saw the top-level JSON value close."""
     sealed_at: float | None = None
     """When the call's choice received its finish_reason (or the call hit a limit)."""
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain data (JSON-ready): counts as they are, ``*_at`` instants as Unix time."""
+        return timings_dict({f.name: getattr(self, f.name) for f in fields(self)})
 
 
 def text_size(text: str) -> int:
@@ -302,6 +322,41 @@ class ToolCall:
         """True when the call is safe to execute."""
         return self._status == "ready"
 
+    def parsed_as(self, model: builtins.type[T]) -> T:
+        """The arguments validated as ``model`` (a pydantic model, or any type pydantic validates:
+        a dataclass, a ``TypedDict``): a new instance on each call, never the executed one.
+
+        Raises :class:`~toolstitch.errors.CallNotReadyError` when the call has no parsed arguments
+        object (still open, cut off, or text that is not a JSON object), and
+        :class:`~toolstitch.errors.SchemaViolation` (``errors`` lists every problem, with its path)
+        when they do not fit ``model``.
+        """
+        from pydantic import TypeAdapter, ValidationError
+
+        from ..errors import CallNotReadyError, SchemaViolation
+
+        parsed = self._parsed
+        if self._status == "open" or not isinstance(parsed, dict):
+            why = self._error.message if self._error is not None else f"the call is {self._status}"
+            raise CallNotReadyError(
+                f"call {self._id!r} has no arguments object to validate ({why})",
+                call=self,
+                status=self._status,
+            )
+        name = getattr(model, "__name__", repr(model))
+        try:
+            return TypeAdapter(model).validate_python(parsed)
+        except ValidationError as exc:
+            problems = [
+                f"{'.'.join(str(p) for p in e.get('loc', ())) or '(arguments)'}: {e.get('msg')}"
+                for e in exc.errors(include_url=False)
+            ]
+            raise SchemaViolation(
+                f"the arguments of call {self._id!r} are not a valid {name}: " + "; ".join(problems),
+                raw=self.arguments,
+                errors=problems,
+            ) from None
+
     # -- writing (the core only) ------------------------------------------------------------
 
     def _append(self, text: str, now: float) -> bool:
@@ -447,3 +502,25 @@ class ToolCall:
 def now() -> float:
     """The clock used for every timestamp: monotonic, immune to wall-clock changes."""
     return time.monotonic()
+
+
+CLOCK_ANCHOR: tuple[float, float] = (time.monotonic(), time.time())
+"""The wall-clock anchor of every timestamp: ``(now(), time.time())`` read together once, when
+toolstitch was imported. Every ``*_at`` value toolstitch records is a :func:`now` instant (monotonic,
+so durations survive clock changes); ``wall_clock`` places one on the Unix time line."""
+
+
+def wall_clock(instant: float) -> float:
+    """The Unix time (``time.time()`` seconds) of a :func:`now` instant, through
+    :data:`CLOCK_ANCHOR`: exact relative to the anchor; as right as the system clock was then."""
+    mono, wall = CLOCK_ANCHOR
+    return wall + (instant - mono)
+
+
+def timings_dict(values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` with every ``*_at`` instant (a :func:`now` value) as Unix time: the shape of every
+    ``as_dict()`` of the metrics and timings classes."""
+    return {
+        k: (wall_clock(v) if k.endswith("_at") and isinstance(v, int | float) else v)
+        for k, v in values.items()
+    }

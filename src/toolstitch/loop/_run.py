@@ -152,6 +152,10 @@ class StepTimings:
     total: float = 0.0
     attempts: int = 0
 
+    def as_dict(self) -> dict[str, Any]:
+        """Plain data (JSON-ready): every field above, in seconds (and ``attempts``)."""
+        return {f: getattr(self, f) for f in self.__dataclass_fields__}
+
     def add_calls(self, calls: Sequence[ToolCall], results: Sequence[ToolResult], sent_at: float) -> None:
         """Fill the per-call parts of the breakdown from the calls and their results."""
         complete = [c.metrics.arguments_complete_at for c in calls if c.metrics.arguments_complete_at]

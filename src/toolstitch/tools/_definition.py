@@ -522,6 +522,61 @@ class Tool:
         )
 
     @classmethod
+    def from_definition(
+        cls, definition: Mapping[str, Any], fn: Callable[..., Any], **options: Unpack[ToolOptions]
+    ) -> Tool:
+        """A tool from a request's ``tools`` entry and the function that runs its calls.
+
+        ``openai.pydantic_function_tool(Model)`` gives a definition that keeps ``Model``: the schema
+        is sent as that function made it, the arguments are validated by ``Model``, and ``fn``
+        receives the ``Model`` instance (its one parameter; a parameter annotated ``ToolCall`` gets
+        the call). Any other ``{"type": "function", "function": {...}}`` entry is a raw-schema tool
+        (:meth:`from_schema`). ``name``, ``description`` and ``strict`` default to the definition's.
+        """
+        function = definition.get("function") if isinstance(definition, Mapping) else None
+        if not isinstance(definition, Mapping) or definition.get("type", "function") != "function":
+            raise TypeError("a tool definition is a mapping {'type': 'function', 'function': {...}}")
+        if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
+            raise TypeError("a tool definition needs 'function' with a 'name'")
+        merged: ToolOptions = {**options}
+        name = options.get("name") or str(function["name"])
+        description = options.get("description")
+        if description is None:
+            text = function.get("description")
+            description = text if isinstance(text, str) else ""
+        strict = options.get("strict")
+        if strict is None and isinstance(function.get("strict"), bool):
+            strict = bool(function["strict"])
+        merged["name"], merged["description"], merged["strict"] = name, description, strict
+        parameters = function.get("parameters")
+        if parameters is None:
+            parameters = {"type": "object", "properties": {}, "additionalProperties": False}
+        if not isinstance(parameters, Mapping):
+            raise TypeError("the definition's 'parameters' must be a JSON schema object")
+        # openai's PydanticFunctionTool: a dict that keeps the model (on "function"; older SDKs: on
+        # the definition itself).
+        model = getattr(function, "model", None) or getattr(definition, "model", None)
+        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+            return cls.from_schema(fn, parameters=parameters, **merged)
+        opts = _Options.of(merged)
+        call_param, params = _split_call_param(fn)
+        if len(params) != 1:
+            raise TypeError(
+                f"{_function_name(fn)}: a tool made from pydantic_function_tool({model.__name__}) takes "
+                f"one parameter (the {model.__name__} instance), got {len(params)}"
+            )
+        return cls(
+            fn,
+            name=name,
+            description=description,
+            parameters=dict(parameters),
+            binder=_ModelBinder(model, params[0], _null_plan(model)),
+            strict=bool(strict),
+            call_param=call_param,
+            options=opts,
+        )
+
+    @classmethod
     def from_schema(
         cls, fn: Callable[..., Any], *, parameters: Mapping[str, Any], **options: Unpack[ToolOptions]
     ) -> Tool:
@@ -553,6 +608,25 @@ class Tool:
             strict=strict,
             options=opts,
         )
+
+
+def _split_call_param(fn: Callable[..., Any]) -> tuple[str | None, list[str]]:
+    """``fn``'s parameter annotated ``ToolCall`` (if any), and the names of the others."""
+    try:
+        hints = typing.get_type_hints(fn)
+    except Exception:
+        hints = {}
+    call_param = None
+    names = []
+    for p in inspect.signature(fn).parameters.values():
+        annotation = hints.get(p.name, p.annotation)
+        if annotation is ToolCall or (
+            isinstance(annotation, str) and annotation.rsplit(".", 1)[-1] == "ToolCall"
+        ):
+            call_param = p.name
+        else:
+            names.append(p.name)
+    return call_param, names
 
 
 @overload

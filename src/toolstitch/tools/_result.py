@@ -6,10 +6,10 @@ without the machinery that produces it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
-from ..core._call import ToolCall
+from ..core._call import ToolCall, timings_dict
 from ..history import result_message
 from ..history._dialects import Dialect
 
@@ -22,7 +22,8 @@ cancelled while queued); nothing ran, nothing was recorded, so a retry runs it."
 
 @dataclass(slots=True)
 class CallTimings:
-    """Where one call's time went (seconds; ``*_at`` are ``time.monotonic()`` instants).
+    """Where one call's time went (seconds; ``*_at`` are ``time.monotonic()`` instants, placed on
+    the Unix time line by ``toolstitch.metrics.wall_clock`` and :meth:`as_dict`).
 
     ``streaming``     from the call's first fragment to its seal
     ``arguments``     from the call's first fragment to the moment its JSON value closed
@@ -40,6 +41,10 @@ class CallTimings:
     started_at: float | None = None
     finished_at: float | None = None
     eager: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain data (JSON-ready): durations in seconds, ``started_at``/``finished_at`` as Unix time."""
+        return timings_dict({f.name: getattr(self, f.name) for f in fields(self)})
 
 
 @dataclass(slots=True, eq=False)

@@ -6,7 +6,7 @@ It sits above the executor (``execute`` delegates to it) so that nothing below i
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -42,7 +42,7 @@ class Toolbox:
 
     def __init__(
         self,
-        tools: Iterable[Tool | Callable[..., Any]] = (),
+        tools: Iterable[Tool | Callable[..., Any] | tuple[Mapping[str, Any], Callable[..., Any]]] = (),
         *,
         confirm: ConfirmCallback | None = None,
         error_message: ErrorMessage | None = None,
@@ -64,11 +64,28 @@ class Toolbox:
         self._runtime: Runtime | None = None  # made on first use, released by close()
         self._runtime_lock = threading.Lock()
         for t in tools:
-            self.add(t)
+            if isinstance(t, tuple) and len(t) == 2 and isinstance(t[0], Mapping):
+                self.add(t[0], t[1])
+            else:
+                self.add(t)
 
-    def add(self, item: Tool | Callable[..., Any]) -> Tool:
-        """Add a tool (a plain function is turned into one with :func:`tool`)."""
-        t = item if isinstance(item, Tool) else tool(item)
+    def add(
+        self, item: Tool | Callable[..., Any] | Mapping[str, Any], fn: Callable[..., Any] | None = None
+    ) -> Tool:
+        """Add a tool: a :class:`Tool`, a plain function (made a tool with :func:`tool`), or a
+        request's tool definition with the function that runs its calls (``add(definition, fn)``,
+        or a ``(definition, fn)`` pair given to the constructor): ``openai.pydantic_function_tool(Model)``
+        gives ``fn`` the ``Model`` instance (see :meth:`Tool.from_definition`)."""
+        if isinstance(item, Mapping):
+            if fn is None:
+                raise TypeError(
+                    "a tool definition needs the function that runs its calls: add(definition, fn)"
+                )
+            t = Tool.from_definition(item, fn)
+        elif fn is not None:
+            raise TypeError("fn is only for a tool definition: add(definition, fn)")
+        else:
+            t = item if isinstance(item, Tool) else tool(item)
         if t.name in self._tools:
             raise ValueError(f"two tools are named {t.name!r}")
         self._tools[t.name] = t
