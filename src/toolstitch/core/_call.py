@@ -43,6 +43,7 @@ from ..errors import (
 )
 from ._anomaly import Anomaly
 from ._limits import Limits
+from ._preview import Preview
 from ._scanner import JSONScanner
 
 __all__ = [
@@ -168,6 +169,7 @@ class ToolCall:
     ``error``      why the call is ``invalid`` or ``incomplete``, else ``None``
     ``anomalies``  what the provider did differently for this call
     ``metrics``    counts and timings
+    ``preview``    the arguments so far as a partial dict, for display only (never act on it)
     ``extra``      unknown provider fields sent on the call (e.g. ``extra_content``), kept for replay
     """
 
@@ -187,6 +189,7 @@ class ToolCall:
         "_parsed",
         "_parts",
         "_pending_error",
+        "_preview",
         "_sample_chars",
         "_scanner",
         "_slot",
@@ -217,6 +220,8 @@ class ToolCall:
         self._surrogates = False
         self._pending_error: ToolCallError | None = None
         """An error decided while the call was open (a contradicting second value): applied at seal."""
+        self._preview: Preview | None = None
+        """The preview's parser state, built on the first read of ``preview``."""
         self._fast = False
         """May the accumulator's fast path (``_fast.py``) append the next plain piece? Set by the
         accumulator after a fragment; cleared by every method below that changes the status."""
@@ -313,6 +318,56 @@ class ToolCall:
         return joined
 
     @property
+    def preview(self) -> dict[str, Any] | None:
+        """The arguments so far, for display only. **Not safe to act on.**
+
+        A dict of what has arrived (``None`` before the opening ``{``): open strings as the prefix
+        that has arrived, open objects and arrays with the members that have begun; unfinished
+        numbers and literals are left out, and keys are never invented. It may show a value the
+        tool's schema refuses, and a call that shows a preview may still turn ``invalid`` or
+        ``incomplete``: execute only ``ready`` calls, with ``parsed``. Once the call is ``ready``
+        the preview is ``parsed`` itself. Nothing in toolstitch (the gate, the executor, the
+        history) ever reads it.
+
+        Maintained incrementally: each read parses only the text that arrived since the previous
+        read (see ``_preview.py``); a call whose preview is never read pays nothing. Each read
+        returns a fresh dict. Never raises.
+        """
+        if self._status == "ready":
+            return self._parsed  # type: ignore[no-any-return]
+        try:
+            state = self._preview
+            if state is None or state.consumed > self._chars:
+                state = self._preview = Preview()
+            if self._surrogates:
+                # Pairs split across fragments are recombined when the text is joined, which
+                # changes its length: read the joined text afresh (rare: a hostile stream).
+                state = self._preview = Preview()
+                return state.read(self.arguments)
+            return state.read(self._text_from(state.consumed))
+        except Exception:  # display only: never raise
+            return None
+
+    def _text_from(self, start: int) -> str:
+        """The argument text from character ``start`` on, touching only the pieces it needs."""
+        if start == 0:
+            return self.arguments
+        need = self._chars - start
+        if need <= 0:
+            return ""
+        parts = self._parts
+        taken: list[str] = []
+        size = 0
+        for piece in reversed(parts):
+            taken.append(piece)
+            size += len(piece)
+            if size >= need:
+                break
+        taken.reverse()
+        text = "".join(taken) if len(taken) > 1 else taken[0]
+        return text[size - need :] if size > need else text
+
+    @property
     def sealed(self) -> bool:
         """True once the call can no longer change (``ready``, ``invalid`` or ``incomplete``)."""
         return self._status != "open"
@@ -399,6 +454,7 @@ class ToolCall:
     def _replace_arguments(self, text: str, now: float) -> None:
         """Replace all argument text (a provider resent the arguments whole)."""
         self._fast = False
+        self._preview = None
         self._parts = []
         self._joined = ""
         self._chars = 0
@@ -410,6 +466,7 @@ class ToolCall:
     def _exceed(self, limit_name: str, limit: int, text: str, now: float) -> None:
         """A byte bound was exceeded: keep a bounded sample only, refuse the call."""
         self._fast = False
+        self._preview = None
         keep = self._sample_chars
         sample = (self.arguments[:keep] + text[:keep])[:keep]
         self._parts = [sample] if sample else []
