@@ -35,12 +35,14 @@ PUBLIC = [
     "Toolbox",
     "ToolstitchError",
     "arun",
+    "arun_events",
     "assistant_message",
     "call_error_text",
     "ensure_valid_history",
     "repair_history",
     "replay",
     "run",
+    "run_events",
     "tool",
     "tool_message",
     "tool_messages",
@@ -52,7 +54,7 @@ PUBLIC = [
 
 def test_public_surface_is_pinned() -> None:
     assert sorted(ts.__all__) == sorted(PUBLIC)
-    assert len(ts.__all__) <= 30
+    assert len(ts.__all__) <= 34
     for name in ts.__all__:
         assert getattr(ts, name) is not None
 

@@ -34,7 +34,7 @@ from .history import (
     validate_history,
     validate_request,
 )
-from .loop import RunResult, arun, run
+from .loop import RunResult, arun, arun_events, run, run_events
 from .recording import replay
 from .tools import Deny, Ledger, PostgresLedger, SQLiteLedger, Tool, Toolbox, ToolResult, tool
 
@@ -57,12 +57,14 @@ __all__ = [
     "Toolbox",
     "ToolstitchError",
     "arun",
+    "arun_events",
     "assistant_message",
     "call_error_text",
     "ensure_valid_history",
     "repair_history",
     "replay",
     "run",
+    "run_events",
     "tool",
     "tool_message",
     "tool_messages",

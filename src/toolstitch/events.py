@@ -1,7 +1,8 @@
 """Every event toolstitch hands out, in one public module.
 
 Stream events come from :meth:`~toolstitch.Accumulator.feed` and ``stream.events()``; run events
-from ``ts.run(..., on_event=...)``. They are frozen dataclasses: match on their class.
+from ``ts.run(..., on_event=...)`` and ``ts.run_events(...)`` (which ends with ``RunFinished``).
+They are frozen dataclasses: match on their class.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from .core._events import (
     ToolCallReady,
     ToolCallStarted,
 )
+from .loop._pull import RunFinished
 from .loop._run import (
     CallAwaitingApproval,
     CallDispatched,
@@ -49,6 +51,7 @@ __all__ = [
     "RequestRetried",
     "ResponseReceived",
     "RunEvent",
+    "RunFinished",
     "StepFinished",
     "StepStarted",
     "StreamEnded",

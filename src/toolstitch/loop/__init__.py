@@ -1,8 +1,10 @@
-"""The agent loop: ``run``/``arun`` stream, seal, gate, execute, append and ask again."""
+"""The agent loop: ``run``/``arun`` stream, seal, gate, execute, append and ask again;
+``run_events``/``arun_events`` hand the same loop's events to a reader that pulls them."""
 
 from __future__ import annotations
 
-from . import _run
+from . import _pull, _run
+from ._pull import *  # noqa: F403 - the iterator forms, listed in _pull.__all__
 from ._run import *  # noqa: F403 - the public names of the loop, listed once in _run.__all__
 
-__all__ = list(_run.__all__)
+__all__ = [*_run.__all__, *_pull.__all__]

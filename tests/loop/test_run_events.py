@@ -1,0 +1,157 @@
+"""``run_events``/``arun_events``: the run loop's events pulled by an iterator, with the real SDK.
+
+The events are those ``on_event`` receives, in the same order, ending with ``RunFinished``; a
+reader that stops early stops the run (no tool starts after it went away, no thread is left
+behind); an error of the run is raised from the iteration.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+import pytest
+
+import toolstitch as ts
+from tests.tools._support import Recorder, calls_reply, text_reply
+from toolstitch.errors import RequestError
+from toolstitch.events import (
+    CallDispatched,
+    CallFinished,
+    ResponseReceived,
+    RunFinished,
+    StepFinished,
+    StepStarted,
+)
+from toolstitch.testing import LocalServer
+from toolstitch.tools import Toolbox, tool
+
+ran = Recorder()
+
+
+@tool
+def get_weather(city: str) -> dict[str, Any]:
+    """Current weather for a city."""
+    ran.add("get_weather", city)
+    return {"city": city, "temp": 21}
+
+
+CALLS = [("call_1", "get_weather", '{"city": "Zürich"}'), ("call_2", "get_weather", '{"city": "東京"}')]
+USER = [{"role": "user", "content": "Weather in Zürich and Tokyo?"}]
+
+
+def model(body: dict[str, Any]) -> Any:
+    """Calls first; once the request carries their results, the answer."""
+    if any(m.get("role") == "tool" for m in body.get("messages") or []):
+        return text_reply("Sunny in both.")
+    return calls_reply(CALLS)
+
+
+@pytest.fixture
+def live() -> Any:
+    with LocalServer(handler=model, check_history=True) as server:
+        yield server
+
+
+def shape(events: list[Any]) -> list[tuple[str, Any]]:
+    """Comparable facts of each event (the objects differ from one run to the next)."""
+    out: list[tuple[str, Any]] = []
+    for e in events:
+        name = type(e).__name__
+        if isinstance(e, CallDispatched):
+            out.append((name, (e.step, e.call.id)))
+        elif isinstance(e, CallFinished):
+            out.append((name, (e.step, e.result.call.id)))
+        elif isinstance(e, StepFinished):
+            out.append((name, e.step.index))
+        elif isinstance(e, RunFinished):
+            out.append((name, e.result.stop_reason))
+        else:
+            out.append((name, getattr(e, "step", None)))
+    return out
+
+
+def no_worker_left() -> bool:
+    return not any(t.name == "toolstitch-run-events" for t in threading.enumerate())
+
+
+def test_the_iterator_yields_what_on_event_receives_then_the_result(live: LocalServer) -> None:
+    box = Toolbox([get_weather])
+    pushed: list[Any] = []
+    result = ts.run(live.client(), model="m", messages=USER, toolbox=box, on_event=pushed.append)
+    pulled = list(ts.run_events(live.client(), model="m", messages=USER, toolbox=box))
+    assert isinstance(pulled[-1], RunFinished)
+    assert shape(pulled[:-1]) == shape(pushed)
+    assert pulled[-1].result.stop_reason == result.stop_reason == "done"
+    assert pulled[-1].result.messages[-1]["content"] == "Sunny in both."
+    kinds = [type(e) for e in pulled]
+    assert kinds[0] is StepStarted and ResponseReceived in kinds and CallFinished in kinds
+    assert no_worker_left()
+
+
+def test_stopping_early_stops_the_run_before_any_tool_starts(live: LocalServer) -> None:
+    box = Toolbox([get_weather])
+    before = ran.count("get_weather")
+    events = ts.run_events(live.client(), model="m", messages=USER, toolbox=box)
+    for event in events:
+        if isinstance(event, StepStarted):
+            break
+    events.close()  # what a `for` loop left by `break` does when the generator is collected
+    assert no_worker_left()
+    assert ran.count("get_weather") == before
+    assert len(live.requests) <= 1  # the first request at most: no second step was asked for
+
+
+def test_an_error_of_the_run_is_raised_from_the_iteration(live: LocalServer) -> None:
+    bad = [{"role": "tool", "tool_call_id": "nobody", "content": "x"}]  # answers no call
+    with pytest.raises(RequestError):
+        list(ts.run_events(live.client(), model="m", messages=bad, toolbox=Toolbox([get_weather])))
+    assert no_worker_left()
+
+
+def test_on_event_is_refused() -> None:
+    with pytest.raises(TypeError, match="on_event"):
+        next(ts.run_events(None, model="m", messages=USER, toolbox=Toolbox([]), on_event=print))
+
+
+def test_the_async_twin_yields_the_same_events(live: LocalServer) -> None:
+    box = Toolbox([get_weather])
+    pushed: list[Any] = []
+    ts.run(live.client(), model="m", messages=USER, toolbox=box, on_event=pushed.append)
+
+    async def pull() -> list[Any]:
+        return [e async for e in ts.arun_events(live.async_client(), model="m", messages=USER, toolbox=box)]
+
+    pulled = asyncio.run(pull())
+    assert isinstance(pulled[-1], RunFinished) and pulled[-1].result.stop_reason == "done"
+    assert shape(pulled[:-1]) == shape(pushed)
+
+
+def test_closing_the_async_iterator_cancels_the_run(live: LocalServer) -> None:
+    box = Toolbox([get_weather])
+    before = ran.count("get_weather")
+
+    async def pull_one() -> Any:
+        events = ts.arun_events(live.async_client(), model="m", messages=USER, toolbox=box)
+        first = await events.__anext__()
+        await events.aclose()
+        await asyncio.sleep(0)
+        return first, [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+
+    first, left = asyncio.run(pull_one())
+    assert isinstance(first, StepStarted)
+    assert left == [] and ran.count("get_weather") == before
+
+
+def test_an_error_of_the_async_run_is_raised_from_the_iteration(live: LocalServer) -> None:
+    bad = [{"role": "tool", "tool_call_id": "nobody", "content": "x"}]
+
+    async def pull() -> None:
+        async for _ in ts.arun_events(
+            live.async_client(), model="m", messages=bad, toolbox=Toolbox([get_weather])
+        ):
+            pass
+
+    with pytest.raises(RequestError):
+        asyncio.run(pull())
