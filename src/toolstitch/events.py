@@ -1,7 +1,8 @@
 """Every event toolstitch hands out, in one public module.
 
 Stream events come from :meth:`~toolstitch.Accumulator.feed` and ``stream.events()``; run events
-from ``ts.run(..., on_event=...)`` and ``ts.run_events(...)`` (which ends with ``RunFinished``).
+from ``ts.run(..., on_event=...)`` (each event of a step's stream wrapped in ``StreamEvent``, tagged
+with the step) and ``ts.run_events(...)`` (the same, ending with ``RunFinished``).
 They are frozen dataclasses: match on their class.
 """
 
@@ -34,6 +35,7 @@ from .loop._run import (
     StepFinished,
     StepStarted,
 )
+from .loop._stream_event import StreamEvent
 
 __all__ = [
     "AnomalyRecorded",
@@ -55,6 +57,7 @@ __all__ = [
     "StepFinished",
     "StepStarted",
     "StreamEnded",
+    "StreamEvent",
     "ToolCallIncomplete",
     "ToolCallInvalid",
     "ToolCallReady",

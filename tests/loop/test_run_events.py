@@ -17,14 +17,23 @@ import toolstitch as ts
 from tests.tools._support import Recorder, calls_reply, text_reply
 from toolstitch.errors import RequestError
 from toolstitch.events import (
+    ArgumentsDelta,
     CallDispatched,
     CallFinished,
+    ContentDelta,
+    RequestRetried,
     ResponseReceived,
     RunFinished,
     StepFinished,
     StepStarted,
+    StreamEnded,
+    StreamEvent,
+    ToolCallIncomplete,
+    ToolCallReady,
+    ToolCallStarted,
 )
-from toolstitch.testing import LocalServer
+from toolstitch.loop._run import RetryPolicy
+from toolstitch.testing import LocalServer, StreamScript, tool_call_chunks
 from toolstitch.tools import Toolbox, tool
 
 ran = Recorder()
@@ -59,7 +68,9 @@ def shape(events: list[Any]) -> list[tuple[str, Any]]:
     out: list[tuple[str, Any]] = []
     for e in events:
         name = type(e).__name__
-        if isinstance(e, CallDispatched):
+        if isinstance(e, StreamEvent):
+            out.append((name, (e.step, type(e.event).__name__)))
+        elif isinstance(e, CallDispatched):
             out.append((name, (e.step, e.call.id)))
         elif isinstance(e, CallFinished):
             out.append((name, (e.step, e.result.call.id)))
@@ -155,3 +166,67 @@ def test_an_error_of_the_async_run_is_raised_from_the_iteration(live: LocalServe
 
     with pytest.raises(RequestError):
         asyncio.run(pull())
+
+
+def test_every_stream_event_reaches_on_event_in_order_tagged_with_its_step(live: LocalServer) -> None:
+    events: list[Any] = []
+    box = Toolbox([get_weather])
+    ts.run(live.client(), model="m", messages=USER, toolbox=box, on_event=events.append)
+    step = 0
+    for e in events:  # every stream event lies between its step's start and its response
+        if isinstance(e, StepStarted):
+            step, streaming = e.step, True
+        elif isinstance(e, ResponseReceived):
+            assert e.step == step
+            streaming = False
+        elif isinstance(e, StreamEvent):
+            assert streaming and e.step == step
+    streamed = [(e.step, e.event) for e in events if isinstance(e, StreamEvent)]
+    one, two = [e.step for e in events if isinstance(e, StepStarted)]
+    first = [ev for s, ev in streamed if s == one]
+    assert [type(ev) for ev in first].count(ToolCallStarted) == 2
+    assert [type(ev) for ev in first].count(ToolCallReady) == 2 and isinstance(first[-1], StreamEnded)
+    for call_id, _, arguments in CALLS:  # the argument text, piece by piece, exactly as it arrived
+        pieces = [ev.text for ev in first if isinstance(ev, ArgumentsDelta) and ev.call.id == call_id]
+        assert len(pieces) > 1 and "".join(pieces) == arguments
+    ready_at = max(i for i, ev in enumerate(first) if isinstance(ev, ToolCallReady))
+    dispatched_at = next(i for i, e in enumerate(events) if isinstance(e, CallDispatched))
+    last_of_step_1 = max(i for i, e in enumerate(events) if isinstance(e, StreamEvent) and e.step == one)
+    assert ready_at < len(first) and last_of_step_1 < dispatched_at  # tools start after their stream
+    second = [ev for s, ev in streamed if s == two]
+    assert "".join(ev.text for ev in second if isinstance(ev, ContentDelta)) == "Sunny in both."
+
+
+def test_a_retried_attempt_streams_again_after_request_retried() -> None:
+    attempts = [StreamScript(tool_call_chunks(CALLS), cut_after=4), StreamScript(tool_call_chunks(CALLS))]
+
+    def flaky(body: dict[str, Any]) -> Any:
+        if any(m.get("role") == "tool" for m in body.get("messages") or []):
+            return text_reply("Sunny in both.")
+        return attempts.pop(0)
+
+    fast = RetryPolicy(attempts=2, initial=0.0, maximum=0.0, jitter=0.0)
+    with LocalServer(handler=flaky) as server:
+        events = list(
+            ts.run_events(
+                server.client(), model="m", messages=USER, toolbox=Toolbox([get_weather]), retry=fast
+            )
+        )
+    retried = next(i for i, e in enumerate(events) if isinstance(e, RequestRetried))
+    before = [e.event for e in events[:retried] if isinstance(e, StreamEvent)]
+    assert any(isinstance(ev, ToolCallIncomplete) for ev in before)
+    assert isinstance(before[-1], StreamEnded) and before[-1].error is not None
+    step = events[retried].step
+    after = [e.event for e in events[retried:] if isinstance(e, StreamEvent) and e.step == step]
+    assert sum(isinstance(ev, ToolCallReady) for ev in after) == 2
+    assert isinstance(events[-1], RunFinished) and events[-1].result.stop_reason == "done"
+
+
+def test_stopping_mid_stream_closes_it_and_runs_nothing(live: LocalServer) -> None:
+    before = ran.count("get_weather")
+    events = ts.run_events(live.client(), model="m", messages=USER, toolbox=Toolbox([get_weather]))
+    for event in events:
+        if isinstance(event, StreamEvent) and isinstance(event.event, ArgumentsDelta):
+            break
+    events.close()
+    assert no_worker_left() and ran.count("get_weather") == before and len(live.requests) == 1

@@ -3,8 +3,9 @@
 
 from __future__ import annotations
 
-from . import _pull, _run
+from . import _pull, _run, _stream_event
 from ._pull import *  # noqa: F403 - the iterator forms, listed in _pull.__all__
 from ._run import *  # noqa: F403 - the public names of the loop, listed once in _run.__all__
+from ._stream_event import *  # noqa: F403 - StreamEvent
 
-__all__ = [*_run.__all__, *_pull.__all__]
+__all__ = [*_run.__all__, *_pull.__all__, *_stream_event.__all__]

@@ -5,7 +5,7 @@ a chat UI often wants to pull them instead::
 
     for event in ts.run_events(client, model=m, messages=msgs, toolbox=box):
         match event:
-            case CallFinished(result=result): show(result)
+            case StreamEvent(event=ContentDelta(text=text)): show(text)
             case RunFinished(result=result): save(result.messages)
 
 The same loop runs, with the same keyword arguments (all but ``on_event``); the events are the same
@@ -16,9 +16,10 @@ objects in the same order, and the last one is :class:`RunFinished` with the
 **Sync.** The loop runs in one worker thread and hands each event over when the reader asks for
 the next one, so it never runs ahead of the reader (a slow UI slows the run; nothing is buffered).
 **Stopping early** (``break``, ``close()``, an exception in the reader's loop) stops the run at its
-next step boundary: the calls of a response the reader did not take never start, no further request
-is sent; a tool that is already running finishes first (it is never abandoned halfway), and
-``close()`` returns once the worker is gone.
+next event of a stream or step boundary: the stream being read is closed (its calls never run), the
+calls of a response the reader did not take never start, no further request is sent; a tool that is
+already running finishes first (it is never abandoned halfway), and ``close()`` returns once the
+worker is gone.
 
 **Async.** ``arun_events`` runs :func:`~toolstitch.arun` as a task on the running event loop; closing
 the iterator (``aclose()``, leaving ``async for`` by ``break`` and letting it be collected, or the
@@ -46,12 +47,13 @@ from ._run import (
     arun,
     run,
 )
+from ._stream_event import StreamEvent
 
 __all__ = ["RunFinished", "arun_events", "run_events"]
 
 #: Events at which a run whose reader went away stops: between chunks and at step boundaries, never
 #: while tools run (the executor reports their start and results from its own threads).
-_STOP_POINTS = (StepStarted, RequestRetried, ResponseReceived, StepFinished)
+_STOP_POINTS = (StepStarted, RequestRetried, StreamEvent, ResponseReceived, StepFinished)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +75,7 @@ def _no_on_event(options: dict[str, Any]) -> None:
 
 
 def _stops_here(event: object) -> bool:
-    """A point where the loop may stop: a step boundary, or a retried request."""
+    """A point where the loop may stop: a step boundary, a retried request, an event of a stream."""
     return isinstance(event, _STOP_POINTS)
 
 

@@ -61,6 +61,7 @@ from ..core import sealed_call
 from ..core._accumulator import Accumulator
 from ..core._anomaly import Anomaly
 from ..core._call import ToolCall, now, parse_arguments
+from ..core._events import Event
 from ..errors import ApprovalError, IncompleteStreamError, RequestError
 from ..history import assistant_message, validate_request
 from ..history._dialects import Dialect, get_dialect
@@ -79,6 +80,7 @@ from ..tools._executor import (
 from ..tools._gate import Admission, admit, check_arguments
 from ..tools._ledger import Ledger
 from ..tools._twins import async_twin_of, bound
+from ._stream_event import StreamEvent
 
 __all__ = [
     "CallAwaitingApproval",
@@ -271,6 +273,7 @@ class StepFinished:
 RunEvent = (
     StepStarted
     | RequestRetried
+    | StreamEvent
     | ResponseReceived
     | CallDispatched
     | CallAwaitingApproval
@@ -724,6 +727,15 @@ class _Turn:
         self.stream = None
         self.t_request = now()
 
+    def streamed(self, event: Event, start: Callable[[Toolbox, ToolCall, Admission], Started]) -> None:
+        """Each event of the stream, in order: to ``on_event`` as a :class:`StreamEvent` of this
+        step (text, argument deltas with their preview, calls ready/invalid/incomplete …), then the
+        eager calls it made startable."""
+        loop = self.loop
+        if loop.on_event is not None:
+            loop.emit(StreamEvent(self.index, event))
+        self.dispatch_eager(start)
+
     def dispatch_eager(self, start: Callable[[Toolbox, ToolCall, Admission], Started]) -> None:
         """After each chunk (``eager``): start, with ``start_early``/``astart_early``, the calls
         whose arguments just became complete and may run before the stream is sealed."""
@@ -858,7 +870,10 @@ def run(
 
     ``ledger`` defaults to a fresh in-memory :class:`~toolstitch.Ledger`; pass a
     :class:`~toolstitch.SQLiteLedger` for runs that must survive a restart. ``retry`` defaults to
-    ``RetryPolicy()``. ``on_event`` receives :data:`RunEvent` objects (latency breakdowns included).
+    ``RetryPolicy()``. ``on_event`` receives :data:`RunEvent` objects in order (latency breakdowns
+    included): step boundaries, every event of each step's stream as a :class:`StreamEvent` (text,
+    argument deltas whose ``call.preview`` is display-only, calls ready/invalid/incomplete), each
+    tool's start and result. ``ts.run_events`` hands out the same events to a reader that pulls.
     ``dialect`` shapes the history for the target server (see ``ts.assistant_message``). Other
     keyword arguments go to ``chat.completions.create``.
 
@@ -902,8 +917,8 @@ def _step(loop: _Loop, wrapped: Any, model: str, index: int) -> StopReason | Non
             try:
                 turn.stream = stream = wrapped.chat.completions.create(model=model, **turn.request)
                 with stream:
-                    for _ in stream:
-                        turn.dispatch_eager(start_early)
+                    for event in stream.events():
+                        turn.streamed(event, start_early)
                     turn.completion = stream.get_final_completion()
             except BaseException:
                 turn.attempt_failed()
@@ -958,8 +973,8 @@ async def _astep(loop: _Loop, wrapped: Any, model: str, index: int) -> StopReaso
             try:
                 turn.stream = stream = await wrapped.chat.completions.create(model=model, **turn.request)
                 async with stream:
-                    async for _ in stream:
-                        turn.dispatch_eager(astart_early)
+                    async for event in stream.events():
+                        turn.streamed(event, astart_early)
                     turn.completion = await stream.get_final_completion()
             except BaseException:
                 turn.attempt_failed()

@@ -1,0 +1,28 @@
+"""``StreamEvent``: one event of a step's stream, as the run loop hands it to ``on_event``.
+
+The loop streams each step through a wrapped client; a UI wants what a person would see while it
+streams (the text as it is written, each call's arguments as they arrive, calls turning ready), not
+only the step's outcome. Every event of the stream (``toolstitch.events``: ``ContentDelta``,
+``ToolCallStarted``, ``ArgumentsDelta`` with ``event.call.preview``, ``ToolCallReady`` …,
+``StreamEnded``) reaches ``on_event`` in order, wrapped with the number of the step it belongs to.
+
+A step whose request is retried streams again from the start: the events after ``RequestRetried``
+are those of the new attempt (a UI clears what it showed for the step). A preview is never safe to
+act on: only the calls of ``ToolCallReady`` run, and only after the gate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..core._events import Event
+
+__all__ = ["StreamEvent"]
+
+
+@dataclass(frozen=True, slots=True)
+class StreamEvent:
+    """An event of step ``step``'s stream (``event``: one of ``toolstitch.events``' stream events)."""
+
+    step: int
+    event: Event
