@@ -7,6 +7,7 @@ through, and the test waits on DOM states (``wait_for_function``), then reads th
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -72,8 +73,8 @@ def run_conversation(watched: Watched, demo: WebDemo) -> list[dict[str, Any]]:  
 def test_a_card_shows_a_partial_city_before_the_whole_one(watched: Watched, demo: WebDemo) -> None:  # noqa: F811
     states = run_conversation(watched, demo)
     # The scripted model cuts arguments every 3 characters: "Zürich" arrives as `"Zü`, `ric`, `h",`
-    # (東京 arrives whole, in one piece).
-    for key, city in (("1:0:0", "Zürich"),):
+    # (東京 arrives whole, in one piece). The first card is Zürich's.
+    for key, city in ((states[0]["key"], "Zürich"),):
         shown = [city_shown(s) for s in states if s["key"] == key]
         seen = [c for c in shown if c]
         assert city in seen, (key, shown)
@@ -98,10 +99,12 @@ def test_what_a_person_sees_at_the_end(watched: Watched, demo: WebDemo) -> None:
     assert [c.get_attribute("data-status") for c in cards] == ["ready", "ready", "ready"]
     names = [c.query_selector(".name").text_content() for c in cards]  # type: ignore[union-attr]
     assert names == ["get_weather", "get_weather", "convert_currency"]
-    city = page.text_content('.card[data-key="1:0:0"] dd[data-key="city"]')
-    assert city is not None and city.strip('"') == "Zürich"
+    city = cards[0].query_selector('dd[data-key="city"]')
+    assert city is not None and city.text_content().strip('"') == "Zürich"
     results = [c.query_selector(".result").text_content() for c in cards]  # type: ignore[union-attr]
-    assert '"conditions":"overcast"' in results[0] and '"result":16250.0' in results[2]
+    shown = [json.loads(r.removeprefix("→ ")) for r in results]
+    assert shown[0]["conditions"] == "overcast" and shown[2]["result"] == 16250.0
+    assert [c.get_attribute("data-run") for c in cards] == ["done", "done", "done"]
     assert page.text_content("#status") == "done" and page.is_enabled("#ask")
     assert not watched.errors
 
@@ -169,3 +172,23 @@ def test_bad_web_options_are_exit_2(option: list[str], capsys: pytest.CaptureFix
 
     assert main(["demo", "--web", *option]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_the_conversation_events_without_a_browser() -> None:
+    """What the page is sent, in order, from run_events (runs where chromium is missing, too)."""
+    from toolstitch.cli._demo_model import LOCAL_MODEL, local_model
+    from toolstitch.cli._web import conversation
+    from toolstitch.testing import LocalServer
+
+    with LocalServer(handler=local_model(0.0)) as server, server.client() as client:
+        events = list(conversation(client, LOCAL_MODEL))
+    kinds = [e["type"] for e in events]
+    assert kinds[0] == "step" and kinds[-1] == "answer" and kinds.count("step") == 2
+    first_step = kinds[: kinds.index("step", 1)]
+    assert first_step.count("call") == 3 and first_step.count("status") == 3
+    assert first_step.count("running") == 3 and first_step.count("result") == 3
+    assert max(i for i, k in enumerate(first_step) if k == "status") < first_step.index("running")
+    zurich = [e for e in events if e["type"] == "arguments" and e["id"] == "call_demo_weather_zrh"]
+    assert "".join(e["text"] for e in zurich) == '{"city": "Zürich", "unit": "celsius"}'
+    text = "".join(e["text"] for e in events if e["type"] == "text")
+    assert text == events[-1]["text"] and "Zürich has 14 °C" in text

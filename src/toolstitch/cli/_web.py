@@ -10,8 +10,9 @@ the standard library only (``http.server`` and server-sent events; no new depend
   server-sent events, one JSON object per event (:func:`ui_event` says which).
 
 The conversation is the same as ``toolstitch demo``'s (the scripted model of ``_demo_model``, the
-tools of ``_demo``), fed through the real ``openai`` client over real HTTP. A card's arguments come
-from the call's display-only preview, never from anything executed: only a ``ready`` call runs.
+tools of ``_demo``), run by :func:`toolstitch.run_events` with the real ``openai`` client over real
+HTTP: the page shows each event as the loop hands it out. A card's arguments come from the call's
+display-only preview, never from anything executed: only a ``ready`` call runs, after the gate.
 """
 
 from __future__ import annotations
@@ -25,23 +26,32 @@ from importlib import resources
 from types import TracebackType
 from typing import Any
 
-from ..core._accumulator import Accumulator
 from ..core._call import ToolCall
 from ..core._events import (
     ArgumentsDelta,
     ContentDelta,
     Event,
-    StreamEnded,
     ToolCallIncomplete,
     ToolCallInvalid,
     ToolCallReady,
     ToolCallStarted,
 )
-from ..history import assistant_message, call_error_text, tool_message
-from ._demo import QUESTION, SYSTEM, TOOLS, _run_tool
+from ..history import call_error_text
+from ..loop import (
+    CallDispatched,
+    CallFinished,
+    RequestRetried,
+    RunEvent,
+    RunFinished,
+    StepStarted,
+    StreamEvent,
+    run_events,
+)
+from ..tools import Toolbox, tool
+from ._demo import FUNCTIONS, QUESTION, SYSTEM, TOOLS
 from ._demo_model import LOCAL_MODEL, local_model
 
-__all__ = ["PAGE", "WebDemo", "page_html", "ui_event"]
+__all__ = ["PAGE", "WebDemo", "conversation", "demo_toolbox", "page_events", "page_html", "ui_event"]
 
 PAGE = "_web_page.html"
 #: The longest conversation the page runs (the scripted model needs two steps).
@@ -97,44 +107,55 @@ def ui_event(event: Event, step: int) -> dict[str, Any] | None:
     return None
 
 
+def demo_toolbox() -> Toolbox:
+    """The demo's two functions as tools, with the JSON schemas ``toolstitch demo`` offers."""
+    tools = []
+    for definition in TOOLS:
+        function = definition["function"]
+        make = tool(
+            name=function["name"],
+            description=function["description"],
+            parameters=function["parameters"],
+            read_only=True,
+        )
+        tools.append(make(FUNCTIONS[function["name"]]))
+    return Toolbox(tools)
+
+
+def page_events(event: RunEvent | RunFinished) -> Iterator[dict[str, Any]]:
+    """One event of :func:`toolstitch.run_events` as what the page shows (nothing, or one object)."""
+    if isinstance(event, StreamEvent):
+        shown = ui_event(event.event, event.step)
+        if shown is not None:
+            yield shown
+    elif isinstance(event, StepStarted):
+        yield {"type": "step", "step": event.step}
+    elif isinstance(event, RequestRetried):
+        yield {"type": "retry", "step": event.step, "error": f"{type(event.error).__name__}: {event.error}"}
+    elif isinstance(event, CallDispatched):
+        yield {"type": "running", **_card(event.call, event.step)}
+    elif isinstance(event, CallFinished):
+        result = event.result
+        yield {"type": "result", **_card(result.call, event.step), "content": result.content}
+    elif isinstance(event, RunFinished):
+        completion = event.result.completion
+        if event.result.stop_reason == "done" and completion is not None:
+            answer = completion.choices[0].message.content or ""
+            yield {"type": "answer", "step": event.result.steps[-1].index, "text": answer}
+        else:
+            yield {"type": "error", "message": f"the run stopped: {event.result.stop_reason}"}
+
+
 def conversation(client: Any, model: str) -> Iterator[dict[str, Any]]:
-    """The demo conversation as the page's events: each step streamed, its ready calls run, their
-    results appended, until the model answers in text."""
-    messages: list[Any] = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": QUESTION}]
-    for step in range(1, MAX_STEPS + 1):
-        yield {"type": "step", "step": step}
-        accumulator = Accumulator(tools=TOOLS)
-        with client.chat.completions.create(
-            model=model, messages=messages, tools=TOOLS, stream=True
-        ) as stream:
-            try:
-                for chunk in stream:
-                    for event in accumulator.feed(chunk):
-                        shown = ui_event(event, step)
-                        if shown is not None:
-                            yield shown
-            except Exception as exc:
-                for event in accumulator.end(exc):
-                    shown = ui_event(event, step)
-                    if shown is not None:
-                        yield shown
-                raise
-        for event in accumulator.end(None):
-            if not isinstance(event, StreamEnded):
-                shown = ui_event(event, step)
-                if shown is not None:
-                    yield shown
-        completion = accumulator.get_final_completion()
-        messages.append(assistant_message(completion))
-        calls = accumulator.tool_calls
-        if not calls:
-            yield {"type": "answer", "step": step, "text": completion.choices[0].message.content or ""}
-            return
-        for call in calls:
-            message = _run_tool(call) if call.ready else tool_message(call, error=call_error_text(call))
-            messages.append(message)
-            yield {"type": "result", **_card(call, step), "content": message["content"]}
-    yield {"type": "error", "message": f"no answer after {MAX_STEPS} steps"}
+    """The demo conversation as the page's events, pulled from :func:`toolstitch.run_events`: each
+    step's stream as it arrives, each ready call run (only ready calls run), its result, the answer."""
+    messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": QUESTION}]
+    run = run_events(client, model=model, messages=messages, toolbox=demo_toolbox(), max_steps=MAX_STEPS)
+    try:
+        for event in run:
+            yield from page_events(event)
+    finally:
+        run.close()  # the page went away: the run stops at its next event
 
 
 @dataclass

@@ -33,7 +33,7 @@ import asyncio
 import contextlib
 import queue
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, Generator
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,7 +79,7 @@ def _stops_here(event: object) -> bool:
     return isinstance(event, _STOP_POINTS)
 
 
-def run_events(client: Any, **options: Any) -> Iterator[RunEvent | RunFinished]:
+def run_events(client: Any, **options: Any) -> Generator[RunEvent | RunFinished, None, None]:
     """Run the tool loop (``run``'s keyword arguments, but not ``on_event``) and yield its events
     as they happen, then :class:`RunFinished`. See the module documentation for stopping early."""
     _no_on_event(options)
@@ -124,7 +124,7 @@ def run_events(client: Any, **options: Any) -> Iterator[RunEvent | RunFinished]:
         worker.join()
 
 
-async def arun_events(client: Any, **options: Any) -> AsyncIterator[RunEvent | RunFinished]:
+async def arun_events(client: Any, **options: Any) -> AsyncGenerator[RunEvent | RunFinished, None]:
     """The async twin of :func:`run_events` (``arun``'s keyword arguments, but not ``on_event``):
     ``async for event in ts.arun_events(...)``. Closing it early cancels the run."""
     _no_on_event(options)
