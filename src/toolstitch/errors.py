@@ -349,6 +349,10 @@ class RecordedError(ToolstitchError):
         self.body = body
         self.status_code = status_code
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The class is made at run time (see _recorded_class): pickle rebuilds it from the name.
+        return (_rebuild_recorded, (self.message, self.type_name, self.body, self.status_code))
+
     def data(self) -> dict[str, Any]:
         """Plain data for reports."""
         out: dict[str, Any] = {"type": self.type_name, "message": self.message}
@@ -357,6 +361,11 @@ class RecordedError(ToolstitchError):
         if self.body is not None:
             out["body"] = self.body
         return out
+
+
+def _rebuild_recorded(message: str, type_name: str, body: Any, status_code: int | None) -> RecordedError:
+    """Unpickle a :class:`RecordedError` (its class is rebuilt from the recorded name)."""
+    return RecordedError(message, type_name=type_name, body=body, status_code=status_code)
 
 
 @functools.lru_cache(maxsize=64)

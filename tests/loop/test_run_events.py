@@ -230,3 +230,39 @@ def test_stopping_mid_stream_closes_it_and_runs_nothing(live: LocalServer) -> No
             break
     events.close()
     assert no_worker_left() and ran.count("get_weather") == before and len(live.requests) == 1
+
+
+started = threading.Event()
+release = threading.Event()
+
+
+@tool
+def slow_weather(city: str) -> str:
+    """Waits for the test before it answers (so the reader can leave while it runs)."""
+    started.set()
+    assert release.wait(30)
+    ran.add("slow_weather", city)
+    return f"sunny in {city}"
+
+
+def test_stopping_while_a_tool_runs_lets_it_finish_and_asks_nothing_more() -> None:
+    def model(body: dict[str, Any]) -> Any:
+        if any(m.get("role") == "tool" for m in body.get("messages") or []):
+            return text_reply("Sunny.")
+        return calls_reply([("call_s", "slow_weather", '{"city": "Oslo"}')])
+
+    started.clear()
+    release.clear()
+    with LocalServer(handler=model) as server:
+        events = ts.run_events(server.client(), model="m", messages=USER, toolbox=Toolbox([slow_weather]))
+        for event in events:
+            if isinstance(event, CallDispatched):
+                break
+        assert started.wait(30)
+        closer = threading.Thread(target=events.close)
+        closer.start()
+        release.set()  # the running tool finishes; close() returns once the worker is gone
+        closer.join(30)
+        assert not closer.is_alive() and no_worker_left()
+        assert ran.count("slow_weather") == 1
+        assert len(server.requests) == 1  # no second request after the reader left

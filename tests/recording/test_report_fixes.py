@@ -140,3 +140,11 @@ def test_a_recorded_class_is_still_a_recorded_error() -> None:
         "message": "Connection error.",
     }
     assert type(RecordedError("again", type_name="APIConnectionError")) is type(error)
+
+
+def test_a_recorded_error_survives_pickling() -> None:
+    import pickle
+
+    error = RecordedError("gone", type_name="APIConnectionError", body={"a": 1}, status_code=None)
+    back = pickle.loads(pickle.dumps(error))
+    assert type(back) is type(error) and back.data() == error.data() and str(back) == "gone"
