@@ -21,7 +21,6 @@ from hypothesis import strategies as st
 from openai.types.chat import (
     ChatCompletion,
     ChatCompletionMessage,
-    ChatCompletionMessageFunctionToolCall,
     ChatCompletionMessageParam,
 )
 
@@ -41,6 +40,11 @@ from toolstitch.history import (
     validate_request,
 )
 from toolstitch.history._dialects import DIALECT_NAMES, DIALECTS, RULES, get_dialect
+
+try:  # openai >= 1.99.2 names the function-tool types apart from the new custom-tool ones
+    from openai.types.chat import ChatCompletionMessageFunctionToolCall
+except ImportError:  # older releases: the same type under its former name
+    from openai.types.chat import ChatCompletionMessageToolCall as ChatCompletionMessageFunctionToolCall  # type: ignore[assignment,no-redef]
 
 Msg = dict[str, Any]
 

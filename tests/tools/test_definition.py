@@ -12,13 +12,17 @@ from typing import Annotated, Any, Literal
 
 import jsonschema
 import pytest
-from openai.types.chat import ChatCompletionFunctionToolParam
 from pydantic import BaseModel, Field, TypeAdapter
 
 from toolstitch import ToolCall
 from toolstitch.tools import Tool, Toolbox, tool
 from toolstitch.tools._definition import parse_docstring
 from toolstitch.tools._strict import is_strict_schema, strict_schema
+
+try:  # openai >= 1.99.2 names the function-tool types apart from the new custom-tool ones
+    from openai.types.chat import ChatCompletionFunctionToolParam
+except ImportError:  # older releases: the same type under its former name
+    from openai.types.chat import ChatCompletionToolParam as ChatCompletionFunctionToolParam  # type: ignore[assignment,no-redef]
 
 
 class Address(BaseModel):
