@@ -6,6 +6,7 @@ connection fails, and to reject broken histories the way OpenAI does; these test
 
 from __future__ import annotations
 
+import importlib
 import json
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,22 @@ SCRIPT = [
     chunk(delta={"role": "assistant", "content": "Ça va "}),
     *tool_call_chunks(CALLS, usage=USAGE),
 ]
+
+
+def _release() -> tuple[int, int]:
+    major, minor = openai.__version__.split(".")[:2]
+    return int(major), int(minor)
+
+
+# What the plain SDK raises while iterating a body cut mid-stream: from openai 3.14.0 on it maps the
+# transport's error to APIConnectionError itself; older releases let the transport's own
+# RemoteProtocolError through (httpx2's from 3.0, httpx's before). toolstitch's wrapped streams
+# raise APIConnectionError on every release (tests/client/test_transport.py).
+CUT_ERROR: type[BaseException] = (
+    openai.APIConnectionError
+    if _release() >= (3, 14)
+    else importlib.import_module("httpx2" if _release() >= (3, 0) else "httpx").RemoteProtocolError
+)
 
 
 def stream_dicts(server: LocalServer, **create: Any) -> list[dict[str, Any]]:
@@ -87,13 +104,13 @@ def _decodes(data: bytes) -> bool:
 def test_cut_stream_raises_api_connection_error_after_the_sent_chunks(
     server: LocalServer, fragment: int | None
 ) -> None:
-    # The server omits the final zero-length HTTP chunk; httpx2 reports an incomplete chunked body
-    # and the SDK re-raises it as APIConnectionError during iteration.
+    # The server omits the final zero-length HTTP chunk; the transport reports an incomplete chunked
+    # body, which the SDK (from 3.14.0) re-raises as APIConnectionError during iteration.
     server.enqueue(StreamScript(SCRIPT, cut_after=4, fragment=fragment))
     received: list[object] = []
     with server.client() as client:
         stream = client.chat.completions.create(model="test-model", messages=[], stream=True)
-        with pytest.raises(openai.APIConnectionError):
+        with pytest.raises(CUT_ERROR):
             for c in stream:
                 received.append(c.to_dict())
     assert received == SCRIPT[:4]
@@ -104,7 +121,7 @@ async def test_cut_stream_raises_api_connection_error_async(server: LocalServer)
     received: list[object] = []
     async with server.async_client() as client:
         stream = await client.chat.completions.create(model="test-model", messages=[], stream=True)
-        with pytest.raises(openai.APIConnectionError):
+        with pytest.raises(CUT_ERROR):
             async for c in stream:
                 received.append(c.to_dict())
     assert received == SCRIPT[:2]
@@ -363,6 +380,6 @@ def test_from_sse_accepts_text_and_counts_cut_after_in_events(server: LocalServe
     server.enqueue(StreamScript.from_sse(text, cut_after=1))
     with server.client() as client:
         stream = client.chat.completions.create(model="m", messages=[], stream=True)
-        with pytest.raises(openai.APIConnectionError):
+        with pytest.raises(CUT_ERROR):
             for _ in stream:
                 pass

@@ -3,7 +3,8 @@
 They iterate a source of chunks (the SDK's own stream, or any iterable for :func:`stitch`), feed
 each chunk to the accumulator, and yield the chunk object unchanged (rule 5: pass-through first).
 Whatever the source raises (an in-band error event, a dropped connection) reaches the caller
-unchanged, after the accumulator has marked every open call ``incomplete``. Closing the wrapper
+unchanged, after the accumulator has marked every open call ``incomplete``; only a transport error
+becomes the SDK's ``openai.APIConnectionError``, as openai >= 3.14 does itself (see ``_transport``). Closing the wrapper
 closes the source, and with it the HTTP response.
 
 They *are* ``openai.Stream`` / ``openai.AsyncStream`` instances (subclasses), so code that checks the
@@ -38,6 +39,7 @@ from ..core._anomaly import Anomaly
 from ..core._call import ToolCall
 from ..core._events import Event
 from ..recording._recorder import Recorder, Redact
+from ._transport import as_sdk_error
 
 __all__ = ["AsyncStitchedStream", "StitchedStream", "StreamRecorder"]
 
@@ -165,8 +167,11 @@ class StitchedStream(_Base, openai.Stream[ChatCompletionChunk]):
                 self._take(chunk)
                 yield chunk
         except BaseException as exc:
-            self._input_over(exc)
-            raise
+            error = as_sdk_error(exc, self._sdk_stream)  # a transport error as the SDK's own
+            self._input_over(error)
+            if error is exc:
+                raise
+            raise error from exc
         self._input_over(None)
 
     def __iter__(self) -> Iterator[ChatCompletionChunk]:
@@ -242,8 +247,11 @@ class AsyncStitchedStream(_Base, openai.AsyncStream[ChatCompletionChunk]):
                 self._take(chunk)
                 yield chunk
         except BaseException as exc:
-            self._input_over(exc)
-            raise
+            error = as_sdk_error(exc, self._sdk_stream)  # a transport error as the SDK's own
+            self._input_over(error)
+            if error is exc:
+                raise
+            raise error from exc
         self._input_over(None)
 
     def __aiter__(self) -> AsyncIterator[ChatCompletionChunk]:
