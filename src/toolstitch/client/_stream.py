@@ -4,8 +4,8 @@ They iterate a source of chunks (the SDK's own stream, or any iterable for :func
 each chunk to the accumulator, and yield the chunk object unchanged (rule 5: pass-through first).
 Whatever the source raises (an in-band error event, a dropped connection) reaches the caller
 unchanged, after the accumulator has marked every open call ``incomplete``; only a transport error
-becomes the SDK's ``openai.APIConnectionError``, as openai >= 3.14 does itself (see ``_transport``). Closing the wrapper
-closes the source, and with it the HTTP response.
+becomes the SDK's ``openai.APIConnectionError``, as openai >= 3.14 does itself (see ``_transport``).
+Closing the wrapper closes the source, and with it the HTTP response.
 
 They *are* ``openai.Stream`` / ``openai.AsyncStream`` instances (subclasses), so code that checks the
 type of what ``create(stream=True)`` returned takes the same branch with or without toolstitch.
