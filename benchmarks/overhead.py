@@ -1,111 +1,209 @@
-"""Per-chunk cost of toolstitch against the SDK's own work, measured in one run.
+"""Per-chunk cost of toolstitch against a bare join loop and the SDK's own helper, in one run.
 
-Run: ``.venv/bin/python benchmarks/overhead.py`` (``--chunks N`` to size the stream).
+Run: ``.venv/bin/python benchmarks/overhead.py`` (``--quick`` for a short run, ``--help`` for more).
 
-For one realistic stream (parallel tool calls cut into small fragments, as OpenAI streams them) it
-times, per chunk:
+Workloads (``workloads.py``; issue 12): W2, 8 interleaved calls of 500 B in 5-byte fragments
+(810 chunks), and W3, one 200 KB call in 4-byte fragments (50,003 chunks), as the SDK's own
+``ChatCompletionChunk`` objects (decoded once, outside the timings). Per chunk it times:
 
-* ``sdk decode``  what the SDK spends turning one SSE ``data:`` line into a ``ChatCompletionChunk``
-  (``json.loads`` + the SDK's ``construct_type``), the cost every user already pays;
-* ``bare loop``   a hand-written merge: ``dict`` keyed by index, ``+=`` on the arguments (no checks);
-* ``sdk helper``  the SDK's ``ChatCompletionStreamState.handle_chunk`` (snapshot per chunk);
-* ``toolstitch``  ``Accumulator.feed`` (normalize, scan, events) plus ``get_final_completion``.
+* ``bare loop``        a hand-written merge: fragments appended to a list per ``index``, joined
+  and ``json.loads``-ed at the end; no checks at all (the floor);
+* ``toolstitch``       ``Accumulator.feed`` (events returned) then ``get_final_completion``, with
+  every check on: the scanner, limits, anomalies, schema validation at seal (the workload's tool
+  has a JSON Schema), metrics;
+* ``toolstitch quiet`` the same through ``Accumulator._feed_quiet``, the entry a wrapped stream
+  uses when nobody asked for events (no event objects built);
+* ``sdk helper``       ``openai.lib.streaming.chat.ChatCompletionStreamState.handle_chunk`` then
+  ``get_final_completion`` (W3: one run, it is slow).
 
-It prints absolute times and the ratios that matter: toolstitch / sdk decode (the design asks for a
-small fraction) and toolstitch / sdk helper. Numbers vary by machine; ratios are what to compare.
+Then the scaling series: one call of 25 KB to 800 KB in 4-byte fragments (the fragments come from a
+pool of 1,024 chunk objects, so memory stays small), and the time ratio of each size to the one
+before (2x the bytes should take about 2x the time).
+
+Numbers vary with the machine and its load; the ratios measured in one run are what to compare.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from openai._models import construct_type
 from openai.lib.streaming.chat import ChatCompletionStreamState
 from openai.types.chat import ChatCompletionChunk
+from workloads import TOOLS, decode, w2, w3  # benchmarks/ is on sys.path when run as a script
 
 import toolstitch as ts
-from toolstitch.testing import tool_call_chunks
 
 
-def make_stream(n_chunks: int) -> list[str]:
-    """SSE ``data:`` payloads of 4 parallel calls whose arguments total about ``n_chunks`` fragments."""
-    per_call = max(1, n_chunks // 4)
-    body = ", ".join(f'"k{i}": "välue {i} \\"q\\""' for i in range(per_call // 3 + 1))
-    calls = [(f"call_{i}", f"tool_{i}", "{" + body + "}") for i in range(4)]
-    chunks = tool_call_chunks(
-        calls, pieces=per_call, usage={"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}
-    )
-    return [json.dumps(c, ensure_ascii=False) for c in chunks]
+def bare_loop(chunks: Sequence[Any]) -> None:
+    parts: dict[int, list[str]] = {}
+    for chunk in chunks:
+        for choice in chunk.choices:
+            for tc in choice.delta.tool_calls or ():
+                pieces = parts.get(tc.index)
+                if pieces is None:
+                    pieces = parts[tc.index] = []
+                function = tc.function
+                if function is not None and function.arguments:
+                    pieces.append(function.arguments)
+    for pieces in parts.values():
+        json.loads("".join(pieces))
 
 
-def best_of(repeat: int, fn: Callable[[], object]) -> float:
+def toolstitch(chunks: Sequence[Any]) -> None:
+    acc = ts.Accumulator(tools=TOOLS)
+    feed = acc.feed
+    for chunk in chunks:
+        feed(chunk)
+    acc.get_final_completion()
+    assert all(c.ready for c in acc.tool_calls)
+
+
+def toolstitch_quiet(chunks: Sequence[Any]) -> None:
+    acc = ts.Accumulator(tools=TOOLS)
+    feed = acc._feed_quiet
+    for chunk in chunks:
+        feed(chunk)
+    acc.get_final_completion()
+    assert all(c.ready for c in acc.tool_calls)
+
+
+def sdk_helper(chunks: Sequence[Any]) -> None:
+    state: ChatCompletionStreamState[Any] = ChatCompletionStreamState()
+    for chunk in chunks:
+        state.handle_chunk(chunk)
+    state.get_final_completion()
+
+
+def best_of(repeat: int, fn: Callable[[Sequence[Any]], None], chunks: Sequence[Any]) -> float:
+    """The fastest of ``repeat`` runs (the least disturbed by the rest of the machine)."""
     best = float("inf")
     for _ in range(repeat):
+        gc.collect()
         start = time.perf_counter()
-        fn()
+        fn(chunks)
         best = min(best, time.perf_counter() - start)
     return best
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--chunks", type=int, default=2000)
-    parser.add_argument("--repeat", type=int, default=7)
-    args = parser.parse_args()
+def interleaved(
+    repeat: int, fns: dict[str, Callable[[Sequence[Any]], None]], chunks: Sequence[Any]
+) -> dict[str, float]:
+    """Best of ``repeat`` rounds, the contenders taking turns so that load hits them alike."""
+    best = dict.fromkeys(fns, float("inf"))
+    for _ in range(repeat):
+        for name, fn in fns.items():
+            best[name] = min(best[name], best_of(1, fn, chunks))
+    return best
 
-    lines = make_stream(args.chunks)
-    objects = [construct_type(type_=ChatCompletionChunk, value=json.loads(line)) for line in lines]
 
-    def sdk_decode() -> None:
-        for line in lines:
-            construct_type(type_=ChatCompletionChunk, value=json.loads(line))
+def per_chunk_table(name: str, chunks: Sequence[Any], repeat: int, helper_repeat: int) -> None:
+    n = len(chunks)
+    results = interleaved(
+        repeat,
+        {"bare loop": bare_loop, "toolstitch": toolstitch, "toolstitch quiet": toolstitch_quiet},
+        chunks,
+    )
+    results["sdk helper"] = best_of(helper_repeat, sdk_helper, chunks)
+    bare = results["bare loop"]
+    print(f"\n{name}: {n} chunks; best of {repeat} (sdk helper: {helper_repeat})")
+    print(f"  {'':<18}{'us/chunk':>10}{'x bare loop':>13}{'sdk helper / this':>19}")
+    for label, seconds in results.items():
+        helper = results["sdk helper"] / seconds
+        print(f"  {label:<18}{seconds / n * 1e6:>10.3f}{seconds / bare:>13.2f}{helper:>19.1f}")
 
-    def bare_loop() -> None:
-        calls: dict[int, dict[str, Any]] = {}
-        for chunk in objects:
-            for choice in chunk.choices:  # type: ignore[attr-defined]
-                for tc in choice.delta.tool_calls or ():
-                    slot = calls.setdefault(tc.index, {"id": None, "name": None, "arguments": ""})
-                    if tc.id:
-                        slot["id"] = tc.id
-                    if tc.function and tc.function.name:
-                        slot["name"] = tc.function.name
-                    if tc.function and tc.function.arguments:
-                        slot["arguments"] += tc.function.arguments
-        for slot in calls.values():
-            json.loads(slot["arguments"])
 
-    def sdk_helper() -> None:
-        state: ChatCompletionStreamState[Any] = ChatCompletionStreamState()
-        for chunk in objects:
-            state.handle_chunk(chunk)  # type: ignore[arg-type]
-        state.get_final_completion()
+# -- the scaling series ---------------------------------------------------------------------------
 
-    def toolstitch() -> None:
-        acc = ts.Accumulator()
-        for chunk in objects:
-            acc.feed(chunk)
-        acc.get_final_completion()
-        assert all(c.ready for c in acc.tool_calls)
 
-    n = len(objects)
-    results = {
-        "sdk decode": best_of(args.repeat, sdk_decode),
-        "bare loop": best_of(args.repeat, bare_loop),
-        "sdk helper": best_of(args.repeat, sdk_helper),
-        "toolstitch": best_of(args.repeat, toolstitch),
+def _pool_stream(size: int) -> list[Any]:
+    """One call of about ``size`` bytes in 4-byte fragments, built from a pool of 1,024 fragment
+    objects (the body repeats a line whose length fits the pool, so the text stays valid JSON)."""
+    line = 'a line with a \\"quote\\", a tab\\t and \\u00e9 \u00e9; '  # 48 characters
+    body = line * 85  # 4,080 characters = 1,020 fragments of 4
+    pool = [
+        ChatCompletionChunk.model_validate(
+            {
+                "id": "chatcmpl-scale",
+                "object": "chat.completion.chunk",
+                "created": 1,
+                "model": "m",
+                "choices": [
+                    {
+                        "index": 0,
+                        "delta": {"tool_calls": [{"index": 0, "function": {"arguments": body[i : i + 4]}}]},
+                    }
+                ],
+            }
+        )
+        for i in range(0, len(body), 4)
+    ]
+
+    def one(delta: dict[str, Any], finish: str | None = None) -> Any:
+        return ChatCompletionChunk.model_validate(
+            {
+                "id": "chatcmpl-scale",
+                "object": "chat.completion.chunk",
+                "created": 1,
+                "model": "m",
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+            }
+        )
+
+    head = '{"path": "notes.txt", "text": "'
+    header = {
+        "index": 0,
+        "id": "call_0",
+        "type": "function",
+        "function": {"name": "write_file", "arguments": ""},
     }
-    print(f"stream: {n} chunks, {sum(len(x) for x in lines)} bytes of SSE data; best of {args.repeat}")
-    for name, seconds in results.items():
-        print(f"  {name:<11} {seconds * 1e3:8.2f} ms   {seconds / n * 1e6:7.2f} us/chunk")
-    t = results["toolstitch"]
-    print(f"toolstitch / sdk decode : {t / results['sdk decode']:.2f}")
-    print(f"toolstitch / sdk helper : {t / results['sdk helper']:.2f}")
-    print(f"toolstitch / bare loop  : {t / results['bare loop']:.2f}")
+    chunks = [one({"role": "assistant"}), one({"tool_calls": [header]})]
+    chunks += [
+        one({"tool_calls": [{"index": 0, "function": {"arguments": head[i : i + 4]}}]})
+        for i in range(0, 32, 4)
+    ]
+    # Whole rounds of the pool, so the text ends at the end of a line (never inside an escape).
+    fragments = max(1, round(size / 4 / len(pool))) * len(pool)
+    chunks += [pool[k % len(pool)] for k in range(fragments)]
+    chunks += [one({"tool_calls": [{"index": 0, "function": {"arguments": '"}'}}]}), one({}, "tool_calls")]
+    return chunks
+
+
+def scaling(sizes: list[int], repeat: int) -> None:
+    print(f"\nscaling: one call in 4-byte fragments; best of {repeat}")
+    columns = ("bytes", 9), ("chunks", 9), ("toolstitch ms", 15), ("us/chunk", 10), ("x previous", 12)
+    print("  " + "".join(f"{name:>{width}}" for name, width in (*columns, ("bare ms", 9), ("x bare", 8))))
+    previous = None
+    for size in sizes:
+        chunks = _pool_stream(size)
+        built = (len(chunks) - 4) * 4
+        results = interleaved(repeat, {"bare": bare_loop, "toolstitch": toolstitch_quiet}, chunks)
+        seconds = results["toolstitch"]
+        ratio = "" if previous is None else f"{seconds / previous:.2f}"
+        per_chunk = seconds / len(chunks) * 1e6
+        print(
+            f"  {built:>9}{len(chunks):>9}{seconds * 1e3:>15.1f}{per_chunk:>10.3f}{ratio:>12}"
+            f"{results['bare'] * 1e3:>9.1f}{seconds / results['bare']:>8.2f}"
+        )
+        previous = seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=7, help="runs per contender (the best is shown)")
+    parser.add_argument("--quick", action="store_true", help="fewer runs and a shorter scaling series")
+    args = parser.parse_args()
+    repeat = 3 if args.quick else args.repeat
+    per_chunk_table("W2: 8 interleaved calls of 500 B in 5-byte fragments", decode(w2()), repeat * 4, repeat)
+    per_chunk_table("W3: one 200 KB call in 4-byte fragments", decode(w3()), repeat, 1)
+    sizes = [25_000 * 2**k for k in range(6)]  # 25 KB .. 800 KB
+    scaling(sizes[:4] if args.quick else sizes, repeat)
+    quick = " --quick" if args.quick else ""
+    print(f"\nreproduce: .venv/bin/python benchmarks/overhead.py{quick} --repeat {repeat}")
 
 
 if __name__ == "__main__":

@@ -14,6 +14,9 @@ decoding, so the timed loops see exactly what a wrapped stream sees.
 from __future__ import annotations
 
 import json
+import multiprocessing
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from openai._models import construct_type
@@ -21,7 +24,7 @@ from openai.types.chat import ChatCompletionChunk
 
 from toolstitch.testing import chunk, tool_call_chunks
 
-__all__ = ["TOOLS", "arguments_of", "decode", "single_call", "w2", "w3"]
+__all__ = ["TOOLS", "arguments_of", "decode", "served", "single_call", "w2", "w3"]
 
 TOOLS: list[dict[str, Any]] = [
     {
@@ -93,3 +96,33 @@ def w3() -> list[str]:
 def decode(lines: list[str]) -> list[Any]:
     """The SDK's own chunk objects for these payloads (``json.loads`` + ``construct_type``)."""
     return [construct_type(type_=ChatCompletionChunk, value=json.loads(line)) for line in lines]
+
+
+def _serve(conn: Any, items: list[Any]) -> None:
+    """The child process of :func:`served`: a local server streaming ``items`` to every request."""
+    import threading
+
+    from toolstitch import testing
+    from toolstitch.testing import LocalServer, StreamScript
+
+    # A thousand clients connect at once: the standard library's listen backlog of 5 would refuse
+    # most of them (this process serves benchmarks only).
+    testing._Server.request_queue_size = 4096
+    server = LocalServer(handler=lambda body: StreamScript(items)).start()
+    conn.send(server.base_url)
+    threading.Event().wait()  # until the parent terminates this process
+
+
+@contextmanager
+def served(lines: list[str]) -> Iterator[str]:
+    """Serve these SSE payloads to every chat request, from a separate process (so the server's
+    threads never compete with the measured client for the interpreter); yields the base URL."""
+    context = multiprocessing.get_context("fork")
+    parent, child = context.Pipe()
+    process = context.Process(target=_serve, args=(child, [json.loads(x) for x in lines]), daemon=True)
+    process.start()
+    try:
+        yield parent.recv()
+    finally:
+        process.terminate()
+        process.join()

@@ -187,6 +187,27 @@ def test_rechunked_and_interleaved_calls_read_the_same_on_both_paths(
         check_same(_as_objects(stream), limits=limits)
 
 
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_streams(), st.data())
+def test_cumulative_resends_read_the_same_on_both_paths(
+    case: tuple[list[Any], list[Any]], data: st.DataObject
+) -> None:
+    """Providers that resend the text so far with every piece (Q17): the chain check must agree."""
+    _, chunks = case
+    seen: dict[int, str] = {}
+    resent = []
+    for item in chunks:
+        item = copy.deepcopy(item)
+        for entry in item["choices"][0]["delta"].get("tool_calls") or ():
+            text = entry["function"]["arguments"]
+            if text and data.draw(st.booleans()):
+                seen[entry["index"]] = seen.get(entry["index"], "") + text
+                entry["function"]["arguments"] = seen[entry["index"]]
+        resent.append(item)
+    check_same(resent)
+    check_same(_as_objects(resent))
+
+
 def test_the_common_shape_takes_the_fast_path() -> None:
     """The test above compares something: plain continuation chunks are taken by the fast path."""
     import toolstitch.core._accumulator as accumulator_module

@@ -724,11 +724,11 @@ class Accumulator:
         # May the next plain piece for this call take the fast path (``_fast.py``)? Only when the
         # general path would do nothing but append it; any change of status clears this again.
         scanner = call._scanner
+        chain = table.chains.get(call._slot)
         call._fast = (
             call._status == "open"
-            and call._chars > 0
             and call._slot < limits.max_calls_per_choice
-            and call._slot not in table.chains
+            and (chain is None or not chain.latched)
             and not call._surrogates
             and not scanner.complete
             and scanner.error is None

@@ -33,6 +33,7 @@ from openai.types.chat.chat_completion_chunk import (
 
 from ._call import _BATCH, has_lone_surrogate
 from ._events import ArgumentsComplete, ArgumentsDelta, ArgumentsMalformed, ContentDelta, Event
+from ._route import _Chain
 
 if TYPE_CHECKING:
     from ._accumulator import Accumulator
@@ -123,8 +124,8 @@ def take_common_chunk(acc: Accumulator, chunk: Any, want_events: bool) -> Sequen
                     return None
                 name, text = _FUNCTION(function.__dict__)
                 # ``_fast`` is set by the general path after a fragment, only while the call is
-                # open, has argument text, is not complete or malformed, and no cumulative-resend
-                # check runs for it; every change of its status clears it (``_call.py``).
+                # open, not complete or malformed, and no cumulative resend was found for it; every
+                # change of its status clears it (``_call.py``).
                 call = state.table.by_index.get(call_index) if type(call_index) is int else None
                 if name is not None or type(text) is not str or call is None or not call._fast:
                     return None
@@ -154,6 +155,15 @@ def take_common_chunk(acc: Accumulator, chunk: Any, want_events: bool) -> Sequen
                 return None
         if call._bytes_left < size:
             return None
+        # The cumulative-resend check (``_route.argument_text``): a call's first piece starts a
+        # chain; the next piece ends it unless it repeats the first and starts a new ``{``
+        # (ambiguous: the general path decides). A latched chain clears ``_fast``.
+        chains = state.table.chains
+        chain = chains.get(call._slot) if chains else None
+        if chain is not None:
+            last = chain.last
+            if len(text) >= len(last) and text.startswith(last) and text.lstrip().startswith("{"):
+                return None
     if content_size + size > acc._bytes_left:
         return None
 
@@ -171,6 +181,12 @@ def take_common_chunk(acc: Accumulator, chunk: Any, want_events: bool) -> Sequen
         metrics = call._metrics
         metrics.fragments += 1
         if text:
+            if chain is not None:
+                del chains[call._slot]
+            elif call._chars == 0:
+                chains[call._slot] = _Chain(text)
+            if metrics.first_argument_at is None:
+                metrics.first_argument_at = acc._clock()
             acc._bytes_left -= size
             metrics.bytes += size
             call._bytes_left -= size
