@@ -79,6 +79,7 @@ from ..tools._executor import (
 )
 from ..tools._gate import Admission, admit, check_arguments
 from ..tools._ledger import Ledger
+from ..tools._telemetry import StreamObserver, call_event, chat_span, current
 from ..tools._twins import async_twin_of, bound
 from ._stream_event import StreamEvent
 
@@ -381,6 +382,7 @@ class _Loop:
                 raise RequestError(validate_request(messages=messages)) from None
         self.history: list[Any] = list(messages)
         self.box = toolbox
+        self.model = options.model
         self.max_steps = max_steps
         self.ledger = ledger if ledger is not None else Ledger()
         self.policy = retry if retry is not None else RetryPolicy()
@@ -403,6 +405,7 @@ class _Loop:
     # -- events --------------------------------------------------------------------------------
 
     def emit(self, event: RunEvent) -> None:
+        _trace(event)
         if self.on_event is not None:
             self.on_event(event)
 
@@ -683,6 +686,7 @@ class _Turn:
         self.request = loop.request_kwargs()
         self.stream: Any = None
         self.t_request = 0.0
+        self.observer = StreamObserver(loop.model, 0.0)
         self.t_end = 0.0
         self.calls: list[ToolCall] = []
         self.keys: list[str] = []
@@ -726,19 +730,26 @@ class _Turn:
         self.sealed = False
         self.stream = None
         self.t_request = now()
+        self.observer = StreamObserver(self.loop.model, self.t_request)
+
+    def reading(self) -> Any:
+        """A context for reading the stream: the openai instrumentation's ``chat`` span (when it is
+        active) is current in it, so that the stream's span events nest under it."""
+        return current(chat_span(self.stream))
 
     def streamed(self, event: Event, start: Callable[[Toolbox, ToolCall, Admission], Started]) -> None:
-        """Each event of the stream, in order: to ``on_event`` as a :class:`StreamEvent` of this
-        step (text, argument deltas with their preview, calls ready/invalid/incomplete …), then the
-        eager calls it made startable."""
+        """Each event of the stream, in order: to telemetry (span events, anomaly logs), to
+        ``on_event`` as a :class:`StreamEvent` of this step (text, argument deltas with their
+        preview, calls ready/invalid/incomplete …), then the eager calls it made startable."""
         loop = self.loop
+        self.observer(event)  # telemetry and anomaly logs
         if loop.on_event is not None:
             loop.emit(StreamEvent(self.index, event))
         self.dispatch_eager(start)
 
     def dispatch_eager(self, start: Callable[[Toolbox, ToolCall, Admission], Started]) -> None:
-        """After each chunk (``eager``): start, with ``start_early``/``astart_early``, the calls
-        whose arguments just became complete and may run before the stream is sealed."""
+        """When a call's arguments became complete (``eager``): start, with ``start_early``/
+        ``astart_early``, the calls that may run before the stream is sealed."""
         loop = self.loop
         if not loop.eager:
             return
@@ -748,8 +759,10 @@ class _Turn:
                 self.early[id(call)] = start(loop.box, call, admission)
                 loop.emit(CallDispatched(self.index, call, True))
 
-    def attempt_failed(self) -> None:
+    def attempt_failed(self, error: BaseException) -> None:
         """The request or its stream failed (the exception is then re-raised to tenacity)."""
+        if self.stream is not None:
+            self.observer.finished(self.stream.accumulator.metrics.first_chunk_at, error)
         for handle in self.early.values():
             handle.cancel()  # the stream failed: results of eager calls are discarded
         self.early.clear()
@@ -762,6 +775,7 @@ class _Turn:
         step is then over) when it has no calls; None when the twin must now run ``calls``."""
         loop, timings = self.loop, self.timings
         acc: Accumulator = self.stream.accumulator
+        self.observer.finished(acc.metrics.first_chunk_at, None)
         self.t_end = acc.metrics.ended_at or now()
         if acc.metrics.first_chunk_at is not None:
             timings.first_chunk = acc.metrics.first_chunk_at - self.t_request
@@ -811,6 +825,17 @@ class _Turn:
         if self.waiting:
             return "awaiting_approval"
         return "max_corrections" if out_of_rounds else None
+
+
+def _trace(event: RunEvent) -> None:
+    """A call's lifecycle after its stream, as span events on the current span (OpenTelemetry)."""
+    if isinstance(event, CallDispatched):
+        call_event("dispatched", event.call, eager=event.eager)
+    elif isinstance(event, CallAwaitingApproval):
+        call_event("awaiting_approval", event.call)
+    elif isinstance(event, CallFinished):
+        r = event.result
+        call_event("finished", r.call, status=r.status, reason=r.reason, reused=r.reused)
 
 
 def _plain(value: Any) -> dict[str, Any]:
@@ -916,12 +941,12 @@ def _step(loop: _Loop, wrapped: Any, model: str, index: int) -> StopReason | Non
             turn.attempt_started()
             try:
                 turn.stream = stream = wrapped.chat.completions.create(model=model, **turn.request)
-                with stream:
+                with stream, turn.reading():
                     for event in stream.events():
                         turn.streamed(event, start_early)
                     turn.completion = stream.get_final_completion()
-            except BaseException:
-                turn.attempt_failed()
+            except BaseException as exc:
+                turn.attempt_failed(exc)
                 raise
     stop = turn.received()
     if stop is not None:
@@ -973,11 +998,12 @@ async def _astep(loop: _Loop, wrapped: Any, model: str, index: int) -> StopReaso
             try:
                 turn.stream = stream = await wrapped.chat.completions.create(model=model, **turn.request)
                 async with stream:
-                    async for event in stream.events():
-                        turn.streamed(event, astart_early)
+                    with turn.reading():
+                        async for event in stream.events():
+                            turn.streamed(event, astart_early)
                     turn.completion = await stream.get_final_completion()
-            except BaseException:
-                turn.attempt_failed()
+            except BaseException as exc:
+                turn.attempt_failed(exc)
                 raise
     stop = turn.received()
     if stop is not None:

@@ -64,6 +64,7 @@ from ._gate import (
 )
 from ._result import CallTimings, ResultStatus, ToolResult
 from ._runtime import is_async_callable
+from ._telemetry import activated, current_context, end_tool, span_context, start_tool
 from ._twins import async_twin_of, bound
 
 if TYPE_CHECKING:
@@ -116,13 +117,15 @@ def _text_of(exc: BaseException) -> str:
 
 
 class _Clock:
-    """Filled in by the worker: when the function really started and ended."""
+    """Filled in by the worker: when the function really started and ended. ``context`` is the
+    OpenTelemetry context the function runs in (its ``execute_tool`` span current), or None."""
 
-    __slots__ = ("finished_at", "started_at")
+    __slots__ = ("context", "finished_at", "started_at")
 
     def __init__(self) -> None:
         self.started_at: float | None = None
         self.finished_at: float | None = None
+        self.context: Any = None
 
 
 async def _await(value: Awaitable[Any]) -> Any:
@@ -132,7 +135,8 @@ async def _await(value: Awaitable[Any]) -> Any:
 def _invoke_sync(fn: Callable[..., Any], kwargs: Mapping[str, Any], clock: _Clock) -> Any:
     clock.started_at = now()
     try:
-        value = fn(**kwargs)
+        with activated(clock.context):
+            value = fn(**kwargs)
         if inspect.isawaitable(value):  # a sync def that returned a coroutine: run it here
             value = asyncio.run(_await(value))
         return value
@@ -143,7 +147,8 @@ def _invoke_sync(fn: Callable[..., Any], kwargs: Mapping[str, Any], clock: _Cloc
 async def _invoke_async(fn: Callable[..., Any], kwargs: Mapping[str, Any], clock: _Clock) -> Any:
     clock.started_at = now()
     try:
-        return await fn(**kwargs)
+        with activated(clock.context):
+            return await fn(**kwargs)
     finally:
         clock.finished_at = now()
 
@@ -174,10 +179,10 @@ class Started:
     the stream fails) it is cancelled and its result discarded.
     """
 
-    __slots__ = ("arguments", "call", "clock", "future", "kwargs", "launched_at", "tool")
+    __slots__ = ("arguments", "call", "clock", "future", "kwargs", "launched_at", "span", "tool")
 
     def __init__(
-        self, call: ToolCall, tool: Tool, kwargs: dict[str, Any], future: Any, clock: _Clock
+        self, call: ToolCall, tool: Tool, kwargs: dict[str, Any], future: Any, clock: _Clock, span: Any = None
     ) -> None:
         self.call = call
         self.tool = tool
@@ -186,10 +191,15 @@ class Started:
         self.future = future  # concurrent.futures.Future or asyncio.Task
         self.clock = clock
         self.launched_at = now()
+        self.span = span
+        """Its ``execute_tool`` span (OpenTelemetry), ended by whoever adopts or cancels it."""
 
     def cancel(self) -> None:
         """Cancel the call (an async tool sees ``CancelledError``; a sync tool's result is dropped)."""
         self.future.cancel()
+        span, self.span = self.span, None
+        if span is not None:
+            end_tool(span, _cancelled_early(self))
 
 
 def _with_call(admission: Admission, call: ToolCall) -> dict[str, Any]:
@@ -197,18 +207,32 @@ def _with_call(admission: Admission, call: ToolCall) -> dict[str, Any]:
     return admission.kwargs if param is None else {**admission.kwargs, param: call}
 
 
+def _early_clock(call: ToolCall, admission: Admission) -> tuple[_Clock, Any]:
+    clock = _Clock()
+    span = start_tool(call, admission.tool, current_context())
+    clock.context = span_context(span)
+    return clock, span
+
+
 def start_early(box: Toolbox, call: ToolCall, admission: Admission) -> Started:
     """Dispatch ``call`` now, from sync code (the run loop's eager path)."""
-    kwargs, clock = _with_call(admission, call), _Clock()
+    kwargs = _with_call(admission, call)
+    clock, span = _early_clock(call, admission)
     future = _dispatch(box, admission.tool, kwargs, clock, box.runtime().loop())
-    return Started(call, admission.tool, kwargs, future, clock)
+    return Started(call, admission.tool, kwargs, future, clock, span)
 
 
 def astart_early(box: Toolbox, call: ToolCall, admission: Admission) -> Started:
     """Dispatch ``call`` now, on the running event loop (the async run loop's eager path)."""
-    kwargs, clock = _with_call(admission, call), _Clock()
+    kwargs = _with_call(admission, call)
+    clock, span = _early_clock(call, admission)
     future = _dispatch(box, admission.tool, kwargs, clock, asyncio.get_running_loop())
-    return Started(call, admission.tool, kwargs, future, clock)
+    return Started(call, admission.tool, kwargs, future, clock, span)
+
+
+def _cancelled_early(handle: Started) -> ToolResult:
+    """What the span of an eager call that was discarded reports."""
+    return ToolResult(handle.call, "cancelled", error="discarded", reason="discarded")
 
 
 # ----------------------------------------------------------------------------- the batch
@@ -237,6 +261,8 @@ class _Job:
     closed: bool = False
     """The batch gave up on this job (out of time, interrupted): it must never launch its tool, even
     when a confirmation that swallowed its cancellation answers later."""
+    span: Any = None
+    """Its ``execute_tool`` span (OpenTelemetry) once the tool was launched, until its result."""
 
 
 Hook = Callable[..., None]
@@ -261,6 +287,8 @@ class _Batch:
         self.box = box
         self.error_message = error_message if error_message is not None else box.error_message
         self.approvals = dict(approvals or {})
+        self.otel_parent = current_context()
+        """The caller's OpenTelemetry context: the parent of the ``execute_tool`` spans."""
         self.calls = list(calls)
         self.ledger = ledger
         self.keys = keys
@@ -318,6 +346,9 @@ class _Batch:
         if self.results[job.index] is not None:
             return
         self.results[job.index] = result
+        span, job.span = job.span, None
+        if span is not None:
+            end_tool(span, result)
         await self.settle_claim(job, result)
         if self.on_result is not None:
             self.call_hook(self.on_result, result)
@@ -650,8 +681,10 @@ async def _run_job(
     loop = asyncio.get_running_loop()
     job.launched_at = job.started.launched_at if job.started is not None else now()
     if job.started is not None:
-        job.future = job.started.future
+        job.future, job.span, job.started.span = job.started.future, job.started.span, None
     else:
+        job.span = start_tool(job.call, job.tool, batch.otel_parent)
+        job.clock.context = span_context(job.span)
         job.future = _dispatch(box, job.tool, job.kwargs, job.clock, loop)
     inner = job.future if isinstance(job.future, asyncio.Future) else asyncio.wrap_future(job.future)
     batch.announce(job)
@@ -694,6 +727,9 @@ async def _drive(batch: _Batch, jobs: list[_Job], total: float | None) -> None:
         await _cancel_all(batch, tasks)
         for job in jobs:
             await batch.settle_claim(job, None)
+            span, job.span = job.span, None
+            if span is not None:
+                end_tool(span, _cancelled(job, _run_timings(job)))
         raise
     if pending:
         for task in pending:
