@@ -228,6 +228,8 @@ class Accumulator:
         self._service_tier: str | None = None
         self._usage: Any = None
         self._extra: dict[str, Any] = {}
+        self._fast_ready = False
+        """True from the second chunk until the end, unless ``_fast_path`` was switched off."""
         self._envelope_unset: tuple[str, ...] = _ENVELOPE_FIELDS
         """The envelope fields not kept yet: a chunk carrying one of them takes the general path."""
 
@@ -294,7 +296,7 @@ class Accumulator:
         user asked for events): the state and metrics written are the same, but the common chunk
         builds no event objects. Never raises."""
         try:
-            if self._fast_path and self.metrics.first_chunk_at is not None and not self.ended:
+            if self._fast_ready:
                 # What ``_feed`` does first, without its layers: this is the per-chunk hot path.
                 taken = take_common_chunk(self, chunk, False)
                 if taken is not None:
@@ -326,7 +328,7 @@ class Accumulator:
                 )
             self._last_seq = seq
         metrics = self.metrics
-        if self._fast_path and metrics.first_chunk_at is not None:
+        if self._fast_ready:
             # The common shape of a chunk (``_fast.py``); None means it is not: read it in full.
             try:
                 taken = take_common_chunk(self, chunk, want_events)
@@ -342,6 +344,8 @@ class Accumulator:
         t = self._clock()
         if metrics.first_chunk_at is None:
             metrics.first_chunk_at = t
+            # From the second chunk on, the fast path may read (it needs the first one's state).
+            self._fast_ready = self._fast_path
         metrics.chunks += 1
         notes: list[Anomaly] = []
         try:
@@ -847,6 +851,7 @@ class Accumulator:
         if self.ended:
             return _NO_EVENTS
         self.ended = True
+        self._fast_ready = False
         self.error = error
         events: list[Event] = []
         open_before = self._open_calls()
