@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
@@ -69,12 +69,6 @@ def _card(call: ToolCall, step: int) -> dict[str, Any]:
     return {"step": step, "key": f"{step}:{call.choice}:{call.index}", "index": call.index}
 
 
-def _preview(call: ToolCall) -> Any:
-    """The call's display-only preview of its arguments, when the core offers one (``None`` before the
-    first ``{``). Never executed: the page shows it, nothing acts on it."""
-    return getattr(call, "preview", None)
-
-
 def ui_event(event: Event, step: int) -> dict[str, Any] | None:
     """One toolstitch stream event as the page's JSON, or ``None`` when the page shows nothing for it.
 
@@ -94,7 +88,8 @@ def ui_event(event: Event, step: int) -> dict[str, Any] | None:
             "id": call.id,
             "name": call.name,
             "text": event.text,
-            "preview": _preview(call),
+            # Display-only (``None`` before the first ``{``): the page shows it, nothing acts on it.
+            "preview": call.preview,
         }
     if isinstance(event, (ToolCallReady, ToolCallInvalid, ToolCallIncomplete)):
         call = event.call
@@ -146,7 +141,7 @@ def page_events(event: RunEvent | RunFinished) -> Iterator[dict[str, Any]]:
             yield {"type": "error", "message": f"the run stopped: {event.result.stop_reason}"}
 
 
-def conversation(client: Any, model: str) -> Iterator[dict[str, Any]]:
+def conversation(client: Any, model: str) -> Generator[dict[str, Any], None, None]:
     """The demo conversation as the page's events, pulled from :func:`toolstitch.run_events`: each
     step's stream as it arrives, each ready call run (only ready calls run), its result, the answer."""
     messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": QUESTION}]
@@ -160,7 +155,7 @@ def conversation(client: Any, model: str) -> Iterator[dict[str, Any]]:
 
 @dataclass
 class _Settings:
-    events: Callable[[], Iterator[dict[str, Any]]]
+    events: Callable[[], Generator[dict[str, Any], None, None]]
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -195,9 +190,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Connection", "close")
         self.end_headers()
         self.close_connection = True
+        events = self.server.settings.events()
         try:
             try:
-                for event in self.server.settings.events():
+                for event in events:
                     self._event(event)
                 self._event({"type": "done", "ok": True})
             except OSError:
@@ -207,6 +203,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self._event({"type": "done", "ok": False})
         except OSError:
             pass
+        finally:
+            events.close()  # the page went away (or the run ended): the run stops at its next event
 
     def _event(self, event: dict[str, Any]) -> None:
         data = json.dumps(event, ensure_ascii=False, default=str)
@@ -236,7 +234,7 @@ class WebDemo:
         self._httpd.settings = _Settings(self._events)
         self._thread: threading.Thread | None = None
 
-    def _events(self) -> Iterator[dict[str, Any]]:
+    def _events(self) -> Generator[dict[str, Any], None, None]:
         with self._model.client() as client:
             yield from conversation(client, LOCAL_MODEL)
 
