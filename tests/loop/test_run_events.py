@@ -266,3 +266,15 @@ def test_stopping_while_a_tool_runs_lets_it_finish_and_asks_nothing_more() -> No
         assert not closer.is_alive() and no_worker_left()
         assert ran.count("slow_weather") == 1
         assert len(server.requests) == 1  # no second request after the reader left
+
+
+def test_stopping_at_a_response_runs_none_of_its_calls(live: LocalServer) -> None:
+    """The loop acts on a response only once the reader asked for the event after it."""
+    before = ran.count("get_weather")
+    events = ts.run_events(live.client(), model="m", messages=USER, toolbox=Toolbox([get_weather]))
+    for event in events:
+        if isinstance(event, ResponseReceived):
+            assert event.message["tool_calls"]
+            break
+    events.close()
+    assert no_worker_left() and ran.count("get_weather") == before and len(live.requests) == 1

@@ -13,13 +13,14 @@ objects in the same order, and the last one is :class:`RunFinished` with the
 :class:`~toolstitch.loop.RunResult`. An error of the run (a request that failed after its retries, a
 ``RequestError``) is raised from the iteration after the events that preceded it.
 
-**Sync.** The loop runs in one worker thread and hands each event over when the reader asks for
-the next one, so it never runs ahead of the reader (a slow UI slows the run; nothing is buffered).
-**Stopping early** (``break``, ``close()``, an exception in the reader's loop) stops the run at its
-next event of a stream or step boundary: the stream being read is closed (its calls never run), the
-calls of a response the reader did not take never start, no further request is sent; a tool that is
-already running finishes first (it is never abandoned halfway), and ``close()`` returns once the
-worker is gone.
+**Sync.** The loop runs in one worker thread. It may read its stream ahead of the reader (up to
+:data:`BACKLOG` events: reading has no side effect), but before anything that acts (sending a
+request, running the calls of a response, the next step) it waits until the reader has taken every
+event so far and asked for the next one. **Stopping early** (``break``, ``close()``, an exception in
+the reader's loop) therefore stops the run before it acts again: the stream being read is closed at
+its next event (its calls never run), the calls of a response the reader stopped at never start, no
+further request is sent; a tool that is already running finishes first (it is never abandoned
+halfway), and ``close()`` returns once the worker is gone.
 
 **Async.** ``arun_events`` runs :func:`~toolstitch.arun` as a task on the running event loop; closing
 the iterator (``aclose()``, leaving ``async for`` by ``break`` and letting it be collected, or the
@@ -31,8 +32,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import queue
 import threading
+from collections import deque
 from collections.abc import AsyncGenerator, Generator
 from dataclasses import dataclass
 from typing import Any
@@ -51,9 +52,14 @@ from ._stream_event import StreamEvent
 
 __all__ = ["RunFinished", "arun_events", "run_events"]
 
-#: Events at which a run whose reader went away stops: between chunks and at step boundaries, never
-#: while tools run (the executor reports their start and results from its own threads).
-_STOP_POINTS = (StepStarted, RequestRetried, StreamEvent, ResponseReceived, StepFinished)
+#: How many events of a stream the worker may read ahead of a sync reader.
+BACKLOG = 256
+#: Events after which the loop acts (sends a request, runs calls, starts a step): the worker hands
+#: them over only when the reader has caught up, and goes on only once it asks for more.
+_WAIT_FOR_READER = (StepStarted, RequestRetried, ResponseReceived, StepFinished)
+#: Events at which a run whose reader went away stops: those, and each event of a stream (never
+#: while tools run: the executor reports their start and results from its own threads).
+_STOP_POINTS = (*_WAIT_FOR_READER, StreamEvent)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,44 +80,75 @@ def _no_on_event(options: dict[str, Any]) -> None:
         raise TypeError("run_events() hands out the events itself; do not pass on_event")
 
 
-def _stops_here(event: object) -> bool:
-    """A point where the loop may stop: a step boundary, a retried request, an event of a stream."""
-    return isinstance(event, _STOP_POINTS)
+class _Handoff:
+    """Events from the worker (and the executor's threads) to the reader, under one condition."""
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        self.items: deque[tuple[str, Any]] = deque()
+        self.asking = False  # the reader took everything and waits for the next item
+        self.gone = False  # the reader stopped iterating
+
+    def caught_up(self) -> bool:
+        return self.gone or (self.asking and not self.items)
+
+    def event(self, event: RunEvent) -> None:
+        """The worker's ``on_event``: raises :class:`_ReaderGone` at a stop point once the reader left."""
+        waits = isinstance(event, _WAIT_FOR_READER)
+        with self.cond:
+            if waits:
+                self.cond.wait_for(self.caught_up)
+            else:
+                self.cond.wait_for(lambda: self.gone or len(self.items) < BACKLOG)
+            if not self.gone:
+                self.items.append(("event", event))
+                self.cond.notify_all()
+                if waits:  # act only once the reader has taken it and asked for more
+                    self.cond.wait_for(lambda: self.gone or (self.asking and not self.items))
+            if self.gone and isinstance(event, _STOP_POINTS):
+                raise _ReaderGone
+
+    def end(self, kind: str, value: Any) -> None:
+        """The run's result or error: handed over whatever the reader is doing."""
+        with self.cond:
+            self.items.append((kind, value))
+            self.cond.notify_all()
+
+    def take(self) -> tuple[str, Any]:
+        with self.cond:
+            self.asking = True
+            self.cond.notify_all()
+            self.cond.wait_for(lambda: bool(self.items))
+            self.asking = False
+            return self.items.popleft()
+
+    def leave(self) -> None:
+        with self.cond:
+            self.gone = True
+            self.cond.notify_all()
 
 
 def run_events(client: Any, **options: Any) -> Generator[RunEvent | RunFinished, None, None]:
     """Run the tool loop (``run``'s keyword arguments, but not ``on_event``) and yield its events
     as they happen, then :class:`RunFinished`. See the module documentation for stopping early."""
     _no_on_event(options)
-    handoff: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
-    asked = threading.Semaphore(0)  # one release per event the reader asks for
-    gone = threading.Event()
-
-    def on_event(event: RunEvent) -> None:
-        # The worker waits until the reader asks for this event: it never runs ahead of the reader.
-        while not gone.is_set():
-            if asked.acquire(timeout=0.05):
-                handoff.put(("event", event))
-                return
-        if _stops_here(event):
-            raise _ReaderGone
+    handoff = _Handoff()
 
     def work() -> None:
         try:
-            result = run(client, on_event=on_event, **options)
+            result = run(client, on_event=handoff.event, **options)
         except _ReaderGone:
             return
         except BaseException as exc:  # handed to the reader, raised there
-            handoff.put(("error", exc))
+            handoff.end("error", exc)
             return
-        handoff.put(("result", result))
+        handoff.end("result", result)
 
     worker = threading.Thread(target=work, name="toolstitch-run-events", daemon=True)
     worker.start()
     try:
         while True:
-            asked.release()
-            kind, value = handoff.get()
+            kind, value = handoff.take()
             if kind == "event":
                 yield value
             elif kind == "result":
@@ -120,7 +157,7 @@ def run_events(client: Any, **options: Any) -> Generator[RunEvent | RunFinished,
             else:
                 raise value
     finally:
-        gone.set()
+        handoff.leave()
         worker.join()
 
 
