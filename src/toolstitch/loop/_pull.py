@@ -13,14 +13,15 @@ objects in the same order, and the last one is :class:`RunFinished` with the
 :class:`~toolstitch.loop.RunResult`. An error of the run (a request that failed after its retries, a
 ``RequestError``) is raised from the iteration after the events that preceded it.
 
-**Sync.** The loop runs in one worker thread. It may read its stream ahead of the reader (up to
-:data:`BACKLOG` events: reading has no side effect), but before anything that acts (sending a
-request, running the calls of a response, the next step) it waits until the reader has taken every
-event so far and asked for the next one. **Stopping early** (``break``, ``close()``, an exception in
-the reader's loop) therefore stops the run before it acts again: the stream being read is closed at
-its next event (its calls never run), the calls of a response the reader stopped at never start, no
-further request is sent; a tool that is already running finishes first (it is never abandoned
-halfway), and ``close()`` returns once the worker is gone.
+**Sync.** The loop runs in one worker thread, in step with the reader: it hands each event over when
+the reader asks for one, and goes on only once the reader asks for the next. So the reader sees every
+event as things stood when it happened (``event.call.preview``, a call's status: events carry live
+objects), exactly as ``on_event`` would, and nothing happens that the reader has not asked for.
+**Stopping early** (``break``, ``close()``, an exception in the reader's loop) stops the run before
+it does anything more: the stream being read is closed at its next event (its calls never run), the
+calls of a response the reader stopped at never start, no further request is sent; a tool that is
+already running finishes first (it is never abandoned halfway), and ``close()`` returns once the
+worker is gone.
 
 **Async.** ``arun_events`` runs :func:`~toolstitch.arun` as a task on the running event loop; closing
 the iterator (``aclose()``, leaving ``async for`` by ``break`` and letting it be collected, or the
@@ -52,14 +53,10 @@ from ._stream_event import StreamEvent
 
 __all__ = ["RunFinished", "arun_events", "run_events"]
 
-#: How many events of a stream the worker may read ahead of a sync reader.
-BACKLOG = 256
-#: Events after which the loop acts (sends a request, runs calls, starts a step): the worker hands
-#: them over only when the reader has caught up, and goes on only once it asks for more.
-_WAIT_FOR_READER = (StepStarted, RequestRetried, ResponseReceived, StepFinished)
-#: Events at which a run whose reader went away stops: those, and each event of a stream (never
-#: while tools run: the executor reports their start and results from its own threads).
-_STOP_POINTS = (*_WAIT_FOR_READER, StreamEvent)
+#: Events at which a run whose reader went away stops: step boundaries, retries, responses and each
+#: event of a stream (never while tools run: the executor reports their start and results from its
+#: own threads, and a running tool finishes).
+_STOP_POINTS = (StepStarted, RequestRetried, StreamEvent, ResponseReceived, StepFinished)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,18 +90,15 @@ class _Handoff:
         return self.gone or (self.asking and not self.items)
 
     def event(self, event: RunEvent) -> None:
-        """The worker's ``on_event``: raises :class:`_ReaderGone` at a stop point once the reader left."""
-        waits = isinstance(event, _WAIT_FOR_READER)
+        """The worker's ``on_event`` (also called from the executor's threads): hand ``event`` over
+        when the reader has taken everything and asks, then wait until it asks for the next one.
+        Raises :class:`_ReaderGone` at a stop point once the reader left."""
         with self.cond:
-            if waits:
-                self.cond.wait_for(self.caught_up)
-            else:
-                self.cond.wait_for(lambda: self.gone or len(self.items) < BACKLOG)
+            self.cond.wait_for(self.caught_up)
             if not self.gone:
                 self.items.append(("event", event))
                 self.cond.notify_all()
-                if waits:  # act only once the reader has taken it and asked for more
-                    self.cond.wait_for(lambda: self.gone or (self.asking and not self.items))
+                self.cond.wait_for(self.caught_up)
             if self.gone and isinstance(event, _STOP_POINTS):
                 raise _ReaderGone
 
