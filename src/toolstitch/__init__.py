@@ -21,7 +21,7 @@ from . import errors as errors
 from . import events as events
 from . import metrics as metrics
 from ._version import __version__ as __version__
-from .client import AsyncStitchedStream, StitchedStream, wrap
+from .client import AsyncStitchedStream, StitchedStream, stitch, tool_calls, wrap
 from .core import Accumulator, Limits, ToolCall
 from .errors import HistoryError, IncompleteStreamError, ToolError, ToolstitchError
 from .history import (
@@ -65,7 +65,9 @@ __all__ = [
     "replay",
     "run",
     "run_events",
+    "stitch",
     "tool",
+    "tool_calls",
     "tool_message",
     "tool_messages",
     "validate_history",

@@ -18,9 +18,14 @@ import toolstitch
 from tests.conftest import ROOT
 
 SNIPPET = """
+from collections.abc import AsyncIterator
+
 import openai
 from openai.types.chat import ChatCompletionChunk
 import toolstitch as ts
+
+async def chunks() -> AsyncIterator[dict[str, object]]:
+    yield {}
 
 async def main() -> None:
     sync = ts.wrap(openai.OpenAI(api_key="x"))
@@ -61,6 +66,12 @@ async def main() -> None:
         model="m", messages=[], stream=True
     )
 
+    reveal_type(ts.stitch([{"choices": []}]))  # stitch
+    reveal_type(ts.stitch(chunks()))  # async stitch
+    reveal_type(ts.tool_calls({}))  # tool_calls
+    for event in sync.chat.completions.create(model="m", messages=[], stream=True).events():
+        reveal_type(event)  # event
+
     ok: openai.OpenAI = sync  # the wrapped client is usable where the client's type is expected
     ok_async: openai.AsyncOpenAI = aio
     ok_azure: openai.AzureOpenAI = azure
@@ -84,6 +95,10 @@ EXPECTED: dict[str, str | tuple[str, ...]] = {
     "entered": "toolstitch.client._types.StitchedOpenAI",
     "async entered": "toolstitch.client._types.AsyncStitchedOpenAI",
     "copy": "toolstitch.client._types.StitchedOpenAI",
+    "stitch": "toolstitch.client._stream.StitchedStream",
+    "async stitch": "toolstitch.client._stream.AsyncStitchedStream",
+    "tool_calls": "list[toolstitch.core._call.ToolCall]",
+    "event": "toolstitch.core._events.ToolCallReady",
     "union": ("toolstitch.client._types.StitchedOpenAI", "toolstitch.client._types.AsyncStitchedOpenAI"),
 }
 

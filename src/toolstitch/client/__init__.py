@@ -2,7 +2,10 @@
 
 * :mod:`._stream`  ``StitchedStream`` / ``AsyncStitchedStream``: the SDK's chunks, unchanged, fed
   through one :class:`~toolstitch.Accumulator`.
-* :mod:`._wrap`    ``wrap(client)``: a proxy of the SDK client whose streaming ``create`` returns them.
+* :mod:`._wrap`    ``wrap(client)``: a proxy of the SDK client whose streaming paths return them
+  (:mod:`._proxy` the proxy, :mod:`._responses` the raw, streaming-response and helper objects).
+* :mod:`._stitch`  ``stitch(chunks)``: the same stream over any (async) iterable of chunks.
+* :mod:`._completion` ``tool_calls(completion)``: the same calls for a completion that was not streamed.
 * :mod:`._types`   for type checkers only: ``wrap(OpenAI())`` is a ``StitchedOpenAI``, an ``OpenAI``
   whose streamed ``create`` returns a ``StitchedStream`` (and the async and Azure twins).
 """
@@ -11,6 +14,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ._completion import tool_calls
+from ._stitch import stitch
 from ._stream import AsyncStitchedStream, StitchedStream
 from ._wrap import WrappedClient, wrap
 
@@ -20,4 +25,4 @@ if TYPE_CHECKING:  # what a type checker sees wrap() return; nothing at run time
     from ._types import StitchedAzureOpenAI as StitchedAzureOpenAI
     from ._types import StitchedOpenAI as StitchedOpenAI
 
-__all__ = ["AsyncStitchedStream", "StitchedStream", "WrappedClient", "wrap"]
+__all__ = ["AsyncStitchedStream", "StitchedStream", "WrappedClient", "stitch", "tool_calls", "wrap"]

@@ -24,9 +24,10 @@ stream once; it is off by default, and it never raises into the iteration.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import os
-from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import IO, Any, Protocol
 
@@ -69,8 +70,12 @@ class _Base:
         *,
         recorder: StreamRecorder | None = None,
         request: Mapping[str, Any] | None = None,
+        prepare: Callable[[Any], Any] | None = None,
     ) -> None:
         self._sdk_stream = sdk_stream
+        self._prepare = prepare
+        """What the core is given for each chunk, when it is not the chunk itself (``stitch``
+        shapes foreign models); the caller and the recorder always get the chunk as it came."""
         self.accumulator = accumulator
         """The sans-I/O core fed by this stream."""
         self.recorder = recorder
@@ -96,6 +101,10 @@ class _Base:
         """One chunk of the source, in both twins: the recorder sees it first, then the core."""
         if self.recorder is not None:
             self.recorder.on_chunk(chunk)
+        if self._prepare is not None:
+            # fail closed: when shaping fails, the core reads the chunk as it came, or refuses it
+            with contextlib.suppress(Exception):
+                chunk = self._prepare(chunk)
         self._pending = self.accumulator.feed(chunk)
 
     def record(self, target: str | os.PathLike[str] | IO[str], *, redact: Redact = False) -> Recorder:

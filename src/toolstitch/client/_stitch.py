@@ -1,0 +1,110 @@
+"""``stitch(chunks, tools=...)``: the stream API over chunks that did not come from a wrapped client.
+
+LiteLLM's ``completion(stream=True)``, a gateway, a message queue, a test: anything that yields
+chat-completion chunks (the SDK's ``ChatCompletionChunk`` objects, other pydantic models of the same
+shape, such as LiteLLM's, whose fields may sit among their extras, or plain dicts) becomes the same
+:class:`StitchedStream` (an async iterable: the same
+:class:`AsyncStitchedStream`) that ``wrap`` returns, with the same API: iterate for the chunks,
+unchanged, or ``events()``; ``tool_calls``, ``get_final_completion()``, ``record()``, a context
+manager that closes the source.
+
+The request is the contract (rule 10), so pass what the request sent: ``tools`` (when omitted,
+names and arguments are not checked against any schema; an empty list offers none, so every call is
+``invalid``), ``tool_choice`` (or the legacy ``function_call``) and ``parallel_tool_calls``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterable, Iterable, Mapping
+from typing import Any, Literal, overload
+
+from pydantic import BaseModel
+
+from ..core._accumulator import Accumulator
+from ..core._call import now
+from ..core._limits import Limits
+from ..core._seal import requested_choice
+from ._shape import plain_chunk
+from ._stream import AsyncStitchedStream, StitchedStream
+
+__all__ = ["stitch"]
+
+
+@overload
+def stitch(
+    chunks: AsyncIterable[Any],
+    *,
+    tools: Iterable[Any] | None = None,
+    tool_choice: Any = None,
+    parallel_tool_calls: bool | None = None,
+    function_call: Any = None,
+    limits: Limits | None = None,
+    empty_arguments: Literal["invalid", "object"] = "invalid",
+    recover_text_tool_calls: bool = False,
+) -> AsyncStitchedStream: ...
+@overload
+def stitch(
+    chunks: Iterable[Any],
+    *,
+    tools: Iterable[Any] | None = None,
+    tool_choice: Any = None,
+    parallel_tool_calls: bool | None = None,
+    function_call: Any = None,
+    limits: Limits | None = None,
+    empty_arguments: Literal["invalid", "object"] = "invalid",
+    recover_text_tool_calls: bool = False,
+) -> StitchedStream: ...
+
+
+def stitch(
+    chunks: Iterable[Any] | AsyncIterable[Any],
+    *,
+    tools: Iterable[Any] | None = None,
+    tool_choice: Any = None,
+    parallel_tool_calls: bool | None = None,
+    function_call: Any = None,
+    limits: Limits | None = None,
+    empty_arguments: Literal["invalid", "object"] = "invalid",
+    recover_text_tool_calls: bool = False,
+) -> StitchedStream | AsyncStitchedStream:
+    """Stitch any iterable (or async iterable) of chunks into a :class:`StitchedStream`
+    (:class:`AsyncStitchedStream`), the stream object ``wrap`` returns.
+
+    ``tools``, ``tool_choice`` (or legacy ``function_call``) and ``parallel_tool_calls`` are the
+    request's: the calls are held to them as a wrapped client's are. ``limits``,
+    ``empty_arguments`` and ``recover_text_tool_calls`` mean what they mean for :func:`wrap`.
+    Nothing is read until the stream is iterated. Hostile chunks never raise from toolstitch: what
+    cannot be read becomes an anomaly, and the calls it touched become ``invalid``. What the
+    source itself raises reaches the caller unchanged, after open calls became ``incomplete``.
+    Call ``stream.record(path)`` before iterating to record it.
+    """
+    if isinstance(chunks, Mapping | BaseModel | str | bytes | bytearray):
+        raise TypeError(
+            f"stitch() takes an iterable of chunks, not a {type(chunks).__name__}: "
+            "pass [chunk] to stitch a single one"
+        )
+    started = now()
+    tool_list = list(tools) if tools is not None else None  # read once: a generator is not reread
+    request: dict[str, Any] = {}
+    for key, value in (
+        ("tools", tool_list),
+        ("tool_choice", tool_choice),
+        ("function_call", function_call),
+        ("parallel_tool_calls", parallel_tool_calls),
+    ):
+        if value is not None:
+            request[key] = value
+    accumulator = Accumulator(
+        tool_list,
+        tool_choice=requested_choice(tool_choice, function_call),
+        parallel_tool_calls=parallel_tool_calls,
+        limits=limits,
+        empty_arguments=empty_arguments,
+        started_at=started,
+        recover_text_tool_calls=recover_text_tool_calls,
+    )
+    if hasattr(type(chunks), "__aiter__"):
+        return AsyncStitchedStream(chunks, accumulator, request=request, prepare=plain_chunk)
+    if hasattr(type(chunks), "__iter__"):
+        return StitchedStream(chunks, accumulator, request=request, prepare=plain_chunk)
+    raise TypeError(f"stitch() takes an iterable or async iterable of chunks, got {type(chunks).__name__}")
