@@ -214,7 +214,7 @@ def mutate(chunks: list[Any], data: st.DataObject) -> list[Any]:
         i = data.draw(st.integers(0, len(chunks) - 1))
         kind = data.draw(st.sampled_from(["field", "field", "field", "chunk", "drop", "repeat"]))
         if kind == "chunk":
-            chunks[i] = data.draw(st.sampled_from(HOSTILE))
+            chunks[i] = copy.deepcopy(data.draw(st.sampled_from(HOSTILE)))
         elif kind == "drop" and len(chunks) > 1:
             del chunks[i]
         elif kind == "repeat":
@@ -224,7 +224,7 @@ def mutate(chunks: list[Any], data: st.DataObject) -> list[Any]:
             parent = chunks[i]
             for step in path[:-1]:
                 parent = parent[step]
-            parent[path[-1]] = data.draw(st.sampled_from(HOSTILE))
+            parent[path[-1]] = copy.deepcopy(data.draw(st.sampled_from(HOSTILE)))
     return chunks
 
 

@@ -179,7 +179,7 @@ def test_hostile_completions_never_raise_and_never_make_a_wrong_call_ready(data:
         if data.draw(st.booleans()) and isinstance(parent, dict):
             del parent[path[-1]]
         else:
-            parent[path[-1]] = data.draw(st.sampled_from(HOSTILE))
+            parent[path[-1]] = copy.deepcopy(data.draw(st.sampled_from(HOSTILE)))
     before = repr(body)
     request = data.draw(st.sampled_from([{}, {"parallel_tool_calls": False}, {"tool_choice": "none"}]))
     calls = ts.tool_calls(body, tools=TOOLS, choice=None, **request)
