@@ -181,7 +181,7 @@ class Replay:
         ):
             raise RecordingFormatError(
                 f"{self.source}:{number}: offset_ms must be a number from 0 to {MAX_OFFSET_MS:.0f},"
-                f" not {str(offset)[:40]}"
+                f" not {repr(offset)[:40]}"  # repr: a newline in the value stays on one line
             )
         return float(offset)
 
