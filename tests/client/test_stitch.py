@@ -219,7 +219,7 @@ def mutate(chunks: list[Any], data: st.DataObject) -> list[Any]:
             del chunks[i]
         elif kind == "repeat":
             chunks.insert(i, copy.deepcopy(chunks[i]))
-        elif isinstance(chunks[i], dict):
+        elif isinstance(chunks[i], dict) and _paths(chunks[i]):
             path = data.draw(st.sampled_from(_paths(chunks[i])))
             parent = chunks[i]
             for step in path[:-1]:
