@@ -3,6 +3,7 @@ real HTTP. Recording, metrics and the final completion are the same as when iter
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 from typing import Any
@@ -72,10 +73,19 @@ def test_events_of_a_wrapped_stream(server: LocalServer, tmp_path: Path) -> None
     by_chunks.record(tmp_path / "chunks.jsonl")
     n_chunks = len(list(by_chunks))
 
+    previews: dict[int, list[Any]] = {0: [], 1: []}
     with client.chat.completions.create(**ARGS, stream=True) as stream:
         stream.record(tmp_path / "events.jsonl")
-        events = list(stream.events())
+        events = []
+        for event in stream.events():
+            events.append(event)
+            if isinstance(event, ArgumentsDelta):  # the preview as it stands when the delta arrives
+                previews[event.call.index].append(copy.deepcopy(event.call.preview))
     check_events(events, stream)
+    for call in stream.tool_calls:
+        seen = [p for p in previews[call.index] if p is not None]
+        assert seen and all(set(p) <= set(call.parsed) for p in seen)  # keys never invented
+        assert call.preview == call.parsed  # once ready, the preview is the parsed value
     assert stream.accumulator.metrics.chunks == n_chunks == by_chunks.accumulator.metrics.chunks
     assert stream.get_final_completion().choices == by_chunks.get_final_completion().choices
     assert len(_recorded_chunks(tmp_path / "chunks.jsonl")) == n_chunks

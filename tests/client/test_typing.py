@@ -66,6 +66,12 @@ async def main() -> None:
         model="m", messages=[], stream=True
     )
 
+    with sync.chat.completions.stream(model="m", messages=[]) as helper:
+        reveal_type(helper.tool_calls)  # helper calls
+        reveal_type(helper.toolstitch)  # helper stitched
+        helper_stream: openai.lib.streaming.chat.ChatCompletionStream[object] = helper
+    async with aio.chat.completions.stream(model="m", messages=[]) as ahelper:
+        reveal_type(ahelper.toolstitch)  # async helper stitched
     reveal_type(ts.stitch([{"choices": []}]))  # stitch
     reveal_type(ts.stitch(chunks()))  # async stitch
     reveal_type(ts.tool_calls({}))  # tool_calls
@@ -95,6 +101,9 @@ EXPECTED: dict[str, str | tuple[str, ...]] = {
     "entered": "toolstitch.client._types.StitchedOpenAI",
     "async entered": "toolstitch.client._types.AsyncStitchedOpenAI",
     "copy": "toolstitch.client._types.StitchedOpenAI",
+    "helper calls": "list[toolstitch.core._call.ToolCall]",
+    "helper stitched": "toolstitch.client._stream.StitchedStream",
+    "async helper stitched": "toolstitch.client._stream.AsyncStitchedStream",
     "stitch": "toolstitch.client._stream.StitchedStream",
     "async stitch": "toolstitch.client._stream.AsyncStitchedStream",
     "tool_calls": "list[toolstitch.core._call.ToolCall]",

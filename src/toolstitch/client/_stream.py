@@ -88,6 +88,8 @@ class _Base:
         self._cast_to: Any = getattr(sdk_stream, "_cast_to", ChatCompletionChunk)
         self._decoder: Any = getattr(sdk_stream, "_decoder", None)
         self._pending: Sequence[Event] = _NO_EVENTS
+        self._events_wanted = False
+        """Set by ``events()``: from then on each chunk's events are built and handed out."""
         """The events of the last chunk fed (read by ``events()``; chunk iteration ignores them)."""
         self._ending: Sequence[Event] = _NO_EVENTS
         """The events of the end of the input (calls sealed or made incomplete, ``StreamEnded``)."""
@@ -105,7 +107,10 @@ class _Base:
             # fail closed: when shaping fails, the core reads the chunk as it came, or refuses it
             with contextlib.suppress(Exception):
                 chunk = self._prepare(chunk)
-        self._pending = self.accumulator.feed(chunk)
+        if self._events_wanted:
+            self._pending = self.accumulator.feed(chunk)
+        else:  # nobody reads the events: the core's entry that builds none (same state, metrics)
+            self.accumulator._feed_quiet(chunk)
 
     def record(self, target: str | os.PathLike[str] | IO[str], *, redact: Redact = False) -> Recorder:
         """Record this stream to ``target`` (a path, or an open text file) as JSONL.
@@ -198,6 +203,7 @@ class StitchedStream(_Base, openai.Stream[ChatCompletionChunk]):
         are exactly those of iterating chunks. An error from the SDK is raised after the events of
         the end (open calls ``incomplete``, ``StreamEnded`` with the error) were yielded.
         """
+        self._events_wanted = True
         try:
             for _chunk in self._iterator:
                 yield from self._pending
@@ -273,6 +279,7 @@ class AsyncStitchedStream(_Base, openai.AsyncStream[ChatCompletionChunk]):
 
     async def events(self) -> AsyncIterator[Event]:
         """The async twin of :meth:`StitchedStream.events`: ``async for event in stream.events()``."""
+        self._events_wanted = True
         try:
             async for _chunk in self._iterator:
                 for event in self._pending:

@@ -5,10 +5,15 @@ attribute of the client it wraps. These classes exist only for type checkers (ev
 under ``TYPE_CHECKING``; nothing is defined at run time): ``wrap(OpenAI())`` is a
 :class:`StitchedOpenAI`, an ``OpenAI`` whose ``chat.completions.create(..., stream=True)`` returns a
 :class:`~toolstitch.StitchedStream` (``AsyncOpenAI``: an :class:`~toolstitch.AsyncStitchedStream`),
-``AzureOpenAI`` and ``AsyncAzureOpenAI`` the same. Every other attribute keeps the SDK's own type.
+``AzureOpenAI`` and ``AsyncAzureOpenAI`` the same; ``chat.completions.stream(...)`` enters to a
+:class:`StitchedChatCompletionStream`, the SDK's helper stream with ``toolstitch`` and ``tool_calls``.
+Every other attribute keeps the SDK's own type (``with_raw_response`` and
+``with_streaming_response`` parse to what the SDK declares, ``openai.Stream[ChatCompletionChunk]``,
+which the stitched stream is: narrow with ``isinstance(s, ts.StitchedStream)``).
 
-``create`` is declared with ``*args``/``**kwargs`` beside ``stream``: spelling out the SDK's forty-odd
-parameters would tie these stubs to one openai release, and the SDK's own signature is what runs.
+``create`` and ``stream`` are declared with ``*args``/``**kwargs`` (beside ``stream``): spelling out
+the SDK's forty-odd parameters would tie these stubs to one openai release, and the SDK's own
+signature is what runs.
 Annotate your own code with them under ``if TYPE_CHECKING:``::
 
     if TYPE_CHECKING:
@@ -22,10 +27,18 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 if TYPE_CHECKING:
     from openai import AsyncAzureOpenAI, AsyncOpenAI, AzureOpenAI, OpenAI
+    from openai.lib.streaming.chat import (
+        AsyncChatCompletionStream,
+        AsyncChatCompletionStreamManager,
+        ChatCompletionStream,
+        ChatCompletionStreamManager,
+    )
     from openai.resources.chat import AsyncChat, AsyncCompletions, Chat, Completions
     from openai.types.chat import ChatCompletion
     from typing_extensions import TypedDict
 
+    from ..core._anomaly import Anomaly
+    from ..core._call import ToolCall
     from ..core._limits import Limits
     from ..recording._recorder import Redact
     from ._stream import AsyncStitchedStream, StitchedStream
@@ -41,6 +54,34 @@ if TYPE_CHECKING:
 
     # Sync and async twins, as in the SDK: a type checker needs each spelled out (``async def``
     # and the awaited stream type differ), so they repeat by shape.
+    class StitchedChatCompletionStream(ChatCompletionStream[Any]):
+        """The SDK's ``chat.completions.stream(...)`` helper stream of a wrapped client."""
+
+        @property
+        def toolstitch(self) -> StitchedStream: ...
+        @property
+        def tool_calls(self) -> list[ToolCall]: ...
+        def calls(self, choice: int | None = None) -> list[ToolCall]: ...
+        @property
+        def anomalies(self) -> list[Anomaly]: ...
+
+    class AsyncStitchedChatCompletionStream(AsyncChatCompletionStream[Any]):
+        """The async twin of :class:`StitchedChatCompletionStream`."""
+
+        @property
+        def toolstitch(self) -> AsyncStitchedStream: ...
+        @property
+        def tool_calls(self) -> list[ToolCall]: ...
+        def calls(self, choice: int | None = None) -> list[ToolCall]: ...
+        @property
+        def anomalies(self) -> list[Anomaly]: ...
+
+    class StitchedChatCompletionStreamManager(ChatCompletionStreamManager[Any]):
+        def __enter__(self) -> StitchedChatCompletionStream: ...
+
+    class AsyncStitchedChatCompletionStreamManager(AsyncChatCompletionStreamManager[Any]):
+        async def __aenter__(self) -> AsyncStitchedChatCompletionStream: ...
+
     class StitchedCompletions(Completions):
         """``chat.completions`` of a wrapped sync client."""
 
@@ -53,6 +94,7 @@ if TYPE_CHECKING:
         @overload
         def create(self, *args: Any, stream: bool, **kwargs: Any) -> ChatCompletion | StitchedStream: ...
         def create(self, *args: Any, **kwargs: Any) -> Any: ...
+        def stream(self, *args: Any, **kwargs: Any) -> StitchedChatCompletionStreamManager: ...
 
     class AsyncStitchedCompletions(AsyncCompletions):
         """``chat.completions`` of a wrapped async client."""
@@ -68,6 +110,7 @@ if TYPE_CHECKING:
             self, *args: Any, stream: bool, **kwargs: Any
         ) -> ChatCompletion | AsyncStitchedStream: ...
         async def create(self, *args: Any, **kwargs: Any) -> Any: ...
+        def stream(self, *args: Any, **kwargs: Any) -> AsyncStitchedChatCompletionStreamManager: ...
 
     class StitchedChat(Chat):
         @property
