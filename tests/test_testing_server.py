@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import importlib
 import json
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -383,3 +385,59 @@ def test_from_sse_accepts_text_and_counts_cut_after_in_events(server: LocalServe
         with pytest.raises(CUT_ERROR):
             for _ in stream:
                 pass
+
+
+# ------------------------------------------------------------------ stored completions, examples
+
+
+def http(server: LocalServer, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+    """One plain HTTP request (any openai release: older ones lack the stored-completions calls)."""
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(server.base_url + path, data=data, method=method)
+    request.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def test_non_streamed_completions_are_stored_and_served_like_openais_stored_completions(
+    server: LocalServer,
+) -> None:
+    server.enqueue(StreamScript([*SCRIPT[:1], chunk(delta={}, finish_reason="stop")], done=True))
+    with server.client() as client:
+        made = client.chat.completions.create(model="test-model", messages=[])
+    assert http(server, "GET", f"/chat/completions/{made.id}") == (200, made.to_dict())
+    status, page = http(server, "GET", "/chat/completions")
+    assert status == 200 and [c["id"] for c in page["data"]] == [made.id] and page["has_more"] is False
+    status, updated = http(server, "POST", f"/chat/completions/{made.id}", {"metadata": {"k": "v"}})
+    assert status == 200 and updated["metadata"] == {"k": "v"}
+    status, messages = http(server, "GET", f"/chat/completions/{made.id}/messages")
+    assert status == 200 and [m["content"] for m in messages["data"]] == ["Ça va "]
+    deleted = {"id": made.id, "object": "chat.completion.deleted", "deleted": True}
+    assert http(server, "DELETE", f"/chat/completions/{made.id}") == (200, deleted)
+    assert http(server, "GET", f"/chat/completions/{made.id}")[0] == 404
+    assert http(server, "DELETE", f"/chat/completions/{made.id}")[0] == 404
+    assert http(server, "GET", "/chat/completions")[1]["data"] == []
+
+
+def test_examples_answer_what_nothing_was_scripted_for_as_the_sdks_mock_server_does() -> None:
+    with LocalServer(examples=True) as server, server.client(_strict_response_validation=True) as client:
+        stream = client.chat.completions.create(model="m", messages=[], stream=True)
+        assert "".join(c.choices[0].delta.content or "" for c in stream if c.choices) == "Hello!"
+        assert client.chat.completions.create(model="m", messages=[]).choices[0].message.content == "Hello!"
+        status, example = http(server, "GET", "/chat/completions/made-up")
+        assert status == 200 and example["id"] == "made-up"
+        if hasattr(client.chat.completions, "retrieve"):  # openai >= 1.6x: strict models accept them
+            assert client.chat.completions.retrieve("made-up").id == "made-up"
+            assert client.chat.completions.delete("made-up").deleted is True
+            assert [m.role for m in client.chat.completions.messages.list("made-up")] == ["assistant"]
+            assert client.chat.completions.update("x", metadata={"a": "b"}).metadata == {"a": "b"}
+
+
+def test_without_examples_unknown_paths_and_ids_are_404(server: LocalServer) -> None:
+    assert http(server, "GET", "/chat/completions/nope")[0] == 404
+    assert http(server, "GET", "/chat/completions/nope/messages")[0] == 404
+    assert http(server, "POST", "/chat/completions/nope/messages", {})[0] == 404
+    assert http(server, "DELETE", "/embeddings")[0] == 404

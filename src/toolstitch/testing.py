@@ -59,6 +59,8 @@ __all__ = [
 SSEItem: TypeAlias = Mapping[str, Any] | str
 _DONE = b"data: [DONE]\n\n"
 # Where one SSE event ends; used only to cut a raw body into items whose concatenation is the body.
+# A stored chat completion (OpenAI's `store: true` API): /chat/completions/{id}[/messages].
+_STORED_PATH = re.compile(r"/chat/completions/([^/]+)(/messages)?\Z")
 _EVENT_END = re.compile(r"\r\n\r\n|\n\n|\r\r")
 
 
@@ -295,6 +297,11 @@ class JSONReply:
 
 
 Reply: TypeAlias = StreamScript | ErrorReply | JSONReply
+# What LocalServer(examples=True) answers a chat request that nothing was scripted for.
+_EXAMPLE_ANSWER = [
+    chunk(delta={"role": "assistant", "content": "Hello!"}),
+    chunk(delta={}, finish_reason="stop"),
+]
 Handler: TypeAlias = Callable[[dict[str, Any]], Reply]
 
 
@@ -460,14 +467,51 @@ class _RequestHandler(BaseHTTPRequestHandler):
         if self._path().endswith("/models"):
             model = {"id": "test-model", "object": "model", "created": 1700000000, "owned_by": "test"}
             self._send_json(200, {"object": "list", "data": [model]})
+        elif self._path().endswith("/chat/completions"):
+            data = self.server.owner._stored_list()
+            first, last = (data[0]["id"], data[-1]["id"]) if data else (None, None)
+            page = {"object": "list", "data": data, "first_id": first, "last_id": last, "has_more": False}
+            self._send_json(200, page)
         else:
+            self._stored_completion("GET")
+
+    def do_DELETE(self) -> None:
+        self._stored_completion("DELETE")
+
+    def _stored_completion(self, method: str) -> None:
+        """The stored-completions endpoints: retrieve, update (metadata), delete, list messages."""
+        owner = self.server.owner
+        found = _STORED_PATH.search(self._path())
+        completion = owner._stored(found.group(1)) if found else None
+        if found is None or completion is None or (method != "GET" and found.group(2)):
             self._send_json(404, _error_json(f"Unknown path {self.path}", "invalid_request_error"))
+        elif method == "DELETE":
+            owner._delete_stored(completion["id"])
+            deleted = {"id": completion["id"], "object": "chat.completion.deleted", "deleted": True}
+            self._send_json(200, deleted)
+        elif found.group(2):  # the messages: here those of the answer, with ids as stored messages have
+            messages = [
+                {**choice["message"], "id": f"{completion['id']}-{n}", "content_parts": None}
+                for n, choice in enumerate(completion["choices"])
+            ]
+            first, last = (messages[0]["id"], messages[-1]["id"]) if messages else (None, None)
+            page = {"object": "list", "data": messages, "first_id": first, "last_id": last, "has_more": False}
+            self._send_json(200, page)
+        elif method == "POST":
+            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            try:
+                metadata = json.loads(raw or b"{}").get("metadata")
+            except (ValueError, AttributeError):
+                metadata = None
+            self._send_json(200, owner._store({**completion, "metadata": metadata}))
+        else:
+            self._send_json(200, completion)
 
     def do_POST(self) -> None:
-        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         if not self._path().endswith("/chat/completions"):
-            self._send_json(404, _error_json(f"Unknown path {self.path}", "invalid_request_error"))
+            self._stored_completion("POST")
             return
+        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         try:
             body = json.loads(raw or b"{}")
         except ValueError:
@@ -497,7 +541,10 @@ class _RequestHandler(BaseHTTPRequestHandler):
         elif body.get("stream") is True:
             self._send_stream(reply)
         else:
-            self._send_json(reply.status, _completion_from_chunks(reply.items()), reply.headers)
+            completion = _completion_from_chunks(reply.items())
+            if reply.status == 200:
+                owner._store(completion)
+            self._send_json(reply.status, completion, reply.headers)
 
     def _send_json(
         self, status: int, payload: Mapping[str, Any], headers: Mapping[str, str] | None = None
@@ -555,11 +602,22 @@ class LocalServer:
     ``requests`` and ``request_headers`` (lower-case names) record every chat request in order,
     including those rejected by the history check. A request rejected by ``check_history`` does not
     consume a queued reply: the "model" never saw it.
+
+    Non-streamed completions it answers are kept (``completions``, by id) and served by the
+    stored-completions endpoints (``GET``/``POST``/``DELETE /v1/chat/completions/{id}``, ``GET
+    /v1/chat/completions``, ``GET .../{id}/messages``), as OpenAI serves completions made with
+    ``store: true``. ``examples=True`` answers as the SDK's own mock server does, so the SDK's tests can
+    run against it: a chat request with nothing queued and no handler gets a short text answer, and
+    an unknown stored-completion id gets an example completion under that id.
     """
 
-    def __init__(self, *, check_history: bool = False, handler: Handler | None = None) -> None:
+    def __init__(
+        self, *, check_history: bool = False, handler: Handler | None = None, examples: bool = False
+    ) -> None:
         self.check_history = check_history
         self.handler: Handler | None = handler
+        self.examples = examples
+        self.completions: dict[str, dict[str, Any]] = {}
         self.requests: list[dict[str, Any]] = []
         self.request_headers: list[dict[str, str]] = []
         self._queue: deque[Reply] = deque()
@@ -642,4 +700,27 @@ class LocalServer:
         with self._lock:
             if self._queue:
                 return self._queue.popleft()
-        return self.handler(body) if self.handler is not None else None
+        if self.handler is not None:
+            return self.handler(body)
+        return StreamScript(_EXAMPLE_ANSWER) if self.examples else None
+
+    def _store(self, completion: dict[str, Any]) -> dict[str, Any]:
+        with self._lock:
+            self.completions[completion["id"]] = completion
+        return completion
+
+    def _stored(self, completion_id: str) -> dict[str, Any] | None:
+        with self._lock:
+            found = self.completions.get(completion_id)
+        if found is None and self.examples:
+            found = {**_completion_from_chunks(_EXAMPLE_ANSWER), "id": completion_id}
+        return found
+
+    def _stored_list(self) -> list[dict[str, Any]]:
+        with self._lock:
+            data = list(self.completions.values())
+        return data or ([_completion_from_chunks(_EXAMPLE_ANSWER)] if self.examples else [])
+
+    def _delete_stored(self, completion_id: str) -> None:
+        with self._lock:
+            self.completions.pop(completion_id, None)

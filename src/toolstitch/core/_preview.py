@@ -36,7 +36,9 @@ _START, _KEY_OR_CLOSE, _KEY, _COLON, _VALUE, _VALUE_OR_CLOSE, _AFTER, _STRING, _
 
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 # A run of string content the JSON decoder can take whole: plain characters and complete escapes.
-_STRING_RUN = re.compile(r'(?:[^"\\\x00-\x1f]++|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*+')
+# Only ever used as ``match(...).end()`` with nothing after the loop, so the greedy match never
+# backtracks (possessive quantifiers would say so, but need Python 3.11; the floor is 3.10).
+_STRING_RUN = re.compile(r'(?:[^"\\\x00-\x1f]+|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*')
 _HIGH_SURROGATE_END = re.compile(r"\\u[dD][89abAB][0-9a-fA-F]{2}\Z")
 # What may be held back at the end of an open string: a high surrogate escape (its low half may
 # follow) and an escape cut in half.
