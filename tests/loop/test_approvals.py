@@ -341,3 +341,21 @@ def test_a_resumed_history_without_approvals_keeps_waiting(server: LocalServer, 
         again = ts.run(client, model="m", messages=first.messages, toolbox=box, ledger=ledger)
     assert again.stop_reason == "awaiting_approval" and [c.id for c in again.pending] == ["call_t"]
     assert len(server.requests) == 1 and ran(effects) == ["balance"]
+
+
+def test_an_approval_wins_over_the_callback_and_a_callback_answers_the_rest(
+    server: LocalServer, effects: Path
+) -> None:
+    ledger = ts.Ledger()
+    first = defer(server, effects, ledger)
+    with server.client() as client, toolbox(str(effects)) as box:
+        # The resuming process has a callback: without an approval, it answers.
+        box.confirm = lambda call, tool: ts.Deny("asked again: no")
+        denied = ts.run(client, model="m", messages=first.messages, toolbox=box, ledger=ledger)
+        assert contents(denied.messages)["call_t"].endswith("Reason: asked again: no")
+        # An approval given to the run is the answer for that call: the callback is not asked.
+        approved = ts.run(
+            client, model="m", messages=first.messages, toolbox=box, ledger=ledger, approvals={"call_t": True}
+        )
+    assert contents(approved.messages)["call_t"] == "sent 5 to bob"
+    assert ran(effects) == ["balance", "transfer 5 bob"]

@@ -548,3 +548,57 @@ def test_racing_takeovers_of_an_abandoned_read_only_call_run_it_once(pg_conninfo
     assert ran.calls == [("lookup", "x")]
     assert all(r is not None and r.ok and r.value == "found x" for r in results)
     assert sum(not r.reused for r in results) == 1
+
+
+async def test_approvals_that_wait_are_recorded_and_checked_in_postgres(
+    pg_conninfo: str, server: LocalServer
+) -> None:
+    """A run defers a call needing approval; another worker (another ledger object, async) resumes
+    it with the approval: it runs once; a history whose arguments changed is refused."""
+    ran = Recorder()
+
+    @ts.tool(confirm=True)
+    def wire(amount: int) -> str:
+        ran.add("wire", amount)
+        return f"wired {amount}"
+
+    def handler(body: dict[str, Any]) -> StreamScript:
+        if not tool_messages_of(body):
+            return calls_reply([("call_w", "wire", '{"amount": 40}')])
+        return text_reply("Done.")
+
+    server.handler = handler
+    scope = f"approvals-{os.getpid()}-{random.random()}"
+    with (
+        ts.PostgresLedger(pg_conninfo, scope=scope) as ledger,
+        ts.Toolbox([wire]) as box,
+        server.client() as client,
+    ):
+        first = ts.run(client, model="m", messages=user(), toolbox=box, ledger=ledger)
+    assert first.stop_reason == "awaiting_approval" and [c.id for c in first.pending] == ["call_w"]
+    saved = json.dumps(first.messages)
+
+    tampered = json.loads(saved)
+    tampered[-1]["tool_calls"][0]["function"]["arguments"] = '{"amount": 40000}'
+    async with ts.PostgresLedger(pg_conninfo, scope=scope) as ledger, server.async_client() as client:
+        with ts.Toolbox([wire]) as box:
+            with pytest.raises(ts.errors.ApprovalError, match="differ"):
+                await ts.arun(
+                    client,
+                    model="m",
+                    messages=tampered,
+                    toolbox=box,
+                    ledger=ledger,
+                    approvals={"call_w": True},
+                )
+            for _ in range(2):  # the same approval twice: one wire
+                done = await ts.arun(
+                    client,
+                    model="m",
+                    messages=json.loads(saved),
+                    toolbox=box,
+                    ledger=ledger,
+                    approvals={"call_w": True},
+                )
+                assert done.stop_reason == "done"
+    assert ran.calls == [("wire", 40)] and len(server.requests) == 3

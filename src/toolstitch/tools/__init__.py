@@ -10,6 +10,7 @@
 * :mod:`._claim`       the claim protocol: exactly one execution per call (every ledger implements it).
 * :mod:`._ledger`      the in-memory and SQLite ledgers.
 * :mod:`._postgres`    the PostgreSQL ledger, for a fleet of workers (psycopg 3, imported on use).
+* :mod:`._telemetry`   OpenTelemetry spans, span events and metrics (optional: ``toolstitch[otel]``).
 """
 
 from __future__ import annotations
