@@ -18,10 +18,12 @@ import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+import openai
+
 if TYPE_CHECKING:
     from ._wrap import _Options
 
-__all__ = ["Proxy", "like"]
+__all__ = ["Proxy", "like", "proxied_stream"]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -61,3 +63,20 @@ class Proxy:
 def like(sdk_method: Any, function: _F) -> _F:
     """``function``, dressed as ``sdk_method``: its name, docstring, signature and ``__wrapped__``."""
     return cast(_F, functools.wraps(sdk_method)(function))
+
+
+def proxied_stream(value: Any) -> Any:
+    """``value`` if it is an ``openai.Stream``/``AsyncStream``, else the SDK stream inside a proxy of
+    one (a ``wrapt`` ``__wrapped__``, or the ``stream`` attribute OpenTelemetry's openai-v2
+    instrumentation uses), looked for a few levels deep; None when there is none."""
+    for _ in range(4):
+        if isinstance(value, openai.Stream | openai.AsyncStream):
+            return value
+        try:
+            inner = vars(value).get("__wrapped__", vars(value).get("stream"))
+        except TypeError:  # no __dict__ (slots, builtins): not a proxy we know
+            return None
+        if inner is None or inner is value:
+            return None
+        value = inner
+    return None

@@ -26,7 +26,7 @@ import openai
 
 from ..core._anomaly import Anomaly
 from ..core._call import ToolCall
-from ._proxy import Proxy, like
+from ._proxy import Proxy, like, proxied_stream
 from ._stream import AsyncStitchedStream, StitchedStream
 
 if TYPE_CHECKING:
@@ -181,12 +181,13 @@ class AsyncResponseManager(_Request):
 
 def _raw_stream(sdk_stream: Any, kind: type) -> Any:
     """The SDK stream a ``ChatCompletionStream`` reads, when it can be swapped: an instance
-    attribute ``_raw_stream`` holding an ``openai.Stream`` (or ``AsyncStream``), else None."""
+    attribute ``_raw_stream`` holding an ``openai.Stream`` (or ``AsyncStream``), or an
+    instrumentation's proxy of one (OpenTelemetry's openai-v2 wraps it), else None."""
     try:
         raw = vars(sdk_stream).get("_raw_stream")
     except TypeError:  # no __dict__
         return None
-    return raw if isinstance(raw, kind) else None
+    return raw if isinstance(proxied_stream(raw), kind) else None
 
 
 class HelperManager(_Request):

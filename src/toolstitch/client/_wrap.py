@@ -64,7 +64,7 @@ from ..core._limits import Limits
 from ..core._seal import offered_tools, requested_choice
 from ..errors import UnstitchedStreamWarning
 from ..recording._recorder import Redact, recording_path, redact_parts
-from ._proxy import Proxy, like
+from ._proxy import Proxy, like, proxied_stream
 from ._responses import (
     AsyncHelperManager,
     AsyncResponseManager,
@@ -134,7 +134,7 @@ class _Options:
             return sdk_result  # already stitched (a client wrapped below the SDK's own methods)
         # An instrumentation's proxy of the SDK's stream (OpenTelemetry's openai-v2 returns one)
         # is stitched over the proxy, so that the proxy still sees every chunk and its close.
-        inner = _proxied_stream(sdk_result)
+        inner = proxied_stream(sdk_result)
         if isinstance(inner, openai.AsyncStream):
             return self.stitch(AsyncStitchedStream, sdk_result, request, started)
         if isinstance(inner, openai.Stream):
@@ -213,23 +213,6 @@ def _streaming(kwargs: Mapping[str, Any]) -> bool:
         return bool(kwargs.get("stream"))
     except Exception:
         return False
-
-
-def _proxied_stream(value: Any) -> Any:
-    """``value`` if it is an ``openai.Stream``/``AsyncStream``, else the SDK stream inside a proxy of
-    one (a ``wrapt`` ``__wrapped__``, or the ``stream`` attribute OpenTelemetry's openai-v2
-    instrumentation uses), looked for a few levels deep; None when there is none."""
-    for _ in range(4):
-        if isinstance(value, openai.Stream | openai.AsyncStream):
-            return value
-        try:
-            inner = vars(value).get("__wrapped__", vars(value).get("stream"))
-        except TypeError:  # no __dict__ (slots, builtins): not a proxy we know
-            return None
-        if inner is None or inner is value:
-            return None
-        value = inner
-    return None
 
 
 def _creator(sdk_create: Any, awaits: bool, on_stream: Callable[[Any, dict[str, Any], float], Any]) -> Any:
