@@ -20,7 +20,9 @@ Then the scaling series: one call of 25 KB to 800 KB in 4-byte fragments (the fr
 pool of 1,024 chunk objects, so memory stays small), and the time ratio of each size to the one
 before (2x the bytes should take about 2x the time).
 
-Numbers vary with the machine and its load; the ratios measured in one run are what to compare.
+Times are the process's CPU time (``time.process_time``), best of several runs: on a busy machine
+wall-clock time also counts the time other processes held the CPU. Numbers vary with the machine;
+the ratios measured in one run are what to compare.
 """
 
 from __future__ import annotations
@@ -84,9 +86,9 @@ def best_of(repeat: int, fn: Callable[[Sequence[Any]], None], chunks: Sequence[A
     best = float("inf")
     for _ in range(repeat):
         gc.collect()
-        start = time.perf_counter()
+        start = time.process_time()
         fn(chunks)
-        best = min(best, time.perf_counter() - start)
+        best = min(best, time.process_time() - start)
     return best
 
 

@@ -115,9 +115,13 @@ async def growth(client: Any, streams: int, rounds: int) -> list[tuple[int, int]
 
 async def main_async(args: argparse.Namespace, base_url: str) -> None:
     limits = openai.DEFAULT_CONNECTION_LIMITS
-    http = openai.DefaultAsyncHttpxClient(limits=type(limits)(max_connections=args.streams + 10))
-    plain = openai.AsyncOpenAI(base_url=base_url, api_key="x", max_retries=0, http_client=http)
-    wrapped = ts.wrap(openai.AsyncOpenAI(base_url=base_url, api_key="x", max_retries=0, http_client=http))
+    http = openai.DefaultAsyncHttpxClient(
+        limits=type(limits)(max_connections=args.streams + 10), timeout=600.0
+    )
+    # A thousand connections opened at once wait for the server's accept loop: no connect timeout.
+    options: dict[str, Any] = {"base_url": base_url, "api_key": "x", "max_retries": 0, "timeout": 600.0}
+    plain = openai.AsyncOpenAI(http_client=http, **options)
+    wrapped = ts.wrap(openai.AsyncOpenAI(http_client=http, **options))
     await one_round(plain, 10)  # warm up
     await one_round(wrapped, 10)
     rows: dict[str, list[tuple[float, float, int]]] = {"plain SDK": [], "ts.wrap": []}
