@@ -425,3 +425,13 @@ def test_a_create_that_returns_no_sdk_stream_warns_and_passes_it_on(server: Loca
     plain.chat.completions.create = lambda **kwargs: sentinel  # type: ignore[method-assign,assignment]
     with pytest.warns(UnstitchedStreamWarning, match="not an openai.Stream"):
         assert wrapped.chat.completions.create(**ARGS, stream=True) is sentinel
+
+
+def test_parse_to_a_type_of_ones_own_is_theirs_and_warns(server: LocalServer) -> None:
+    server.enqueue(StreamScript(seed_stream()))
+    client = ts.wrap(server.client())
+    raw = client.chat.completions.with_raw_response.create(**ARGS, stream=True)
+    with pytest.warns(UnstitchedStreamWarning, match=r"parse\(to=\.\.\.\)"):
+        own = raw.parse(to=openai.Stream[ChatCompletionChunk])
+    assert not isinstance(own, ts.StitchedStream)
+    own.close()
