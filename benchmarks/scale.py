@@ -148,9 +148,9 @@ async def main_async(args: argparse.Namespace, base_url: str) -> None:
     print(f"  allocated by toolstitch and alive, per stream: {per_stream / 1024:.1f} KiB")
     print(f"  argument text held per stream at that point: {text:.0f} characters (allocated by the SDK)")
 
-    print(f"\nafter each round of {args.streams} finished streams (gc.collect()):")
+    print(f"\nafter each round of {args.growth_streams} finished streams (gc.collect()):")
     print(f"  {'round':>7}{'toolstitch KiB':>16}{'process traced KiB':>20}")
-    for number, (mine, total) in enumerate(await growth(wrapped, args.streams, args.growth_rounds), 1):
+    for number, (mine, total) in enumerate(await growth(wrapped, args.growth_streams, args.growth_rounds), 1):
         print(f"  {number:>7}{mine / 1024:>16.1f}{total / 1024:>20.1f}")
     await http.aclose()
 
@@ -160,6 +160,9 @@ def main() -> None:
     parser.add_argument("--streams", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=5, help="timed rounds per client")
     parser.add_argument("--growth-rounds", type=int, default=4)
+    parser.add_argument(
+        "--growth-streams", type=int, default=200, help="streams per growth round (tracemalloc is slow)"
+    )
     parser.add_argument("--calls", type=int, default=2, help="parallel calls per stream")
     parser.add_argument("--size", type=int, default=400, help="argument bytes per call")
     parser.add_argument("--fragment", type=int, default=10, help="bytes per argument fragment")
@@ -168,6 +171,7 @@ def main() -> None:
     with served(_stream(calls, args.fragment)) as base_url:
         asyncio.run(main_async(args, base_url))
     options = f"--streams {args.streams} --rounds {args.rounds} --growth-rounds {args.growth_rounds}"
+    options += f" --growth-streams {args.growth_streams}"
     shape = f"--calls {args.calls} --size {args.size} --fragment {args.fragment}"
     print(f"reproduce: .venv/bin/python benchmarks/scale.py {options} {shape}")
 
