@@ -64,6 +64,7 @@ from ..core._limits import Limits
 from ..core._seal import offered_tools, requested_choice
 from ..errors import UnstitchedStreamWarning
 from ..recording._recorder import Redact, recording_path, redact_parts
+from ._fast import Decode, install
 from ._proxy import Proxy, like, proxied_stream
 from ._responses import (
     AsyncHelperManager,
@@ -89,6 +90,7 @@ class _Options:
 
     __slots__ = (
         "_warned",
+        "decode",
         "empty_arguments",
         "is_async",
         "limits",
@@ -106,7 +108,12 @@ class _Options:
         recover_text_tool_calls: bool = False,
         *,
         is_async: bool = False,
+        decode: Decode = "sdk",
     ) -> None:
+        if decode not in ("sdk", "fast"):
+            raise ValueError(f'decode must be "sdk" or "fast", not {decode!r}')
+        self.decode: Decode = decode
+        """``"fast"``: streams build their chunks with pydantic-core (see ``_fast``)."""
         self.is_async = is_async
         """The client is an ``AsyncOpenAI``: its ``create`` methods are awaited."""
         self._warned: set[str] = set()
@@ -123,6 +130,8 @@ class _Options:
         """The stitched stream over ``sdk_stream``, with an accumulator that knows ``request``'s
         contract, recorded to a new file when ``wrap(record=...)`` asked for it."""
         stream = cls(sdk_stream, self.accumulator(request, started), request=request)
+        if self.decode == "fast":
+            install(sdk_stream)  # before the first chunk is read; the stitched stream keeps the real client
         if self.record is not None:
             stream.record(recording_path(self.record), redact=self.redact)
         return stream
@@ -493,6 +502,7 @@ def wrap(
     record: str | os.PathLike[str] | None = None,
     redact: Redact = False,
     recover_text_tool_calls: bool = False,
+    decode: Decode = "sdk",
 ) -> Any:
     """Return a drop-in proxy of ``client`` whose streamed chat completions stitch tool calls.
 
@@ -509,6 +519,11 @@ def wrap(
 
     ``recover_text_tool_calls=True`` turns tool calls that a server wrote as text in ``content``
     (``<tool_call>{...}</tool_call>``) into tool calls, each recorded as an anomaly. Off by default.
+
+    ``decode="fast"`` builds each chunk with pydantic-core instead of the SDK's ``construct_type``
+    (several times cheaper per chunk). The chunks and errors are the SDK's own, equal in every
+    field: a chunk that the fast builder cannot prove equal is built by the SDK, and an ``openai``
+    release that fails the self-check keeps the SDK's decoding (one ``FastDecodeWarning``).
     """
     if isinstance(client, WrappedClient):
         defaults = (
@@ -517,6 +532,7 @@ def wrap(
             and record is None
             and redact is False
             and not recover_text_tool_calls
+            and decode == "sdk"
         )
         if defaults:
             return client  # wrapping twice changes nothing
@@ -533,5 +549,6 @@ def wrap(
         redact,
         recover_text_tool_calls,
         is_async=isinstance(client, AsyncOpenAI),
+        decode=decode,
     )
     return WrappedClient._of(client, opts)
