@@ -46,11 +46,12 @@ import threading
 import types
 import typing
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncIterable, Callable, Iterable
 from typing import Any, Literal
 
 import openai
 import pydantic
+from openai import _base_client as openai_base
 from openai import _models as sdk_models
 from openai import _streaming as sdk_streaming
 from openai.types.chat import ChatCompletionChunk
@@ -58,7 +59,7 @@ from openai.types.chat import ChatCompletionChunk
 from ..errors import FastDecodeWarning
 from . import _sse
 
-__all__ = ["Decode", "build_chunk", "fast_decode_status", "install", "same_value"]
+__all__ = ["Decode", "build_chunk", "fast_decode_status", "install", "same_value", "stream_from_bytes"]
 
 Decode = Literal["sdk", "fast"]
 
@@ -410,3 +411,47 @@ def install(sdk_stream: Any) -> bool:
     ):
         sdk_stream._decoder = _sse.SSEDecoder()
     return True
+
+
+# --------------------------------------------------------------------------- raw bytes
+
+
+class _BytesClient:
+    """What an SDK stream needs of a client, for a body that came from no client: the SDK's own
+    ``SSEDecoder`` and ``BaseClient._process_response_data`` (constructing, not validating)."""
+
+    _strict_response_validation = False
+
+    def _make_sse_decoder(self) -> Any:
+        return sdk_streaming.SSEDecoder()
+
+    def _process_response_data(self, *, data: object, cast_to: Any, response: Any) -> Any:
+        return openai_base.BaseClient._process_response_data(
+            self,  # type: ignore[arg-type]
+            data=data,
+            cast_to=cast_to,
+            response=response,
+        )
+
+
+def _http_module() -> Any:
+    """The HTTP library this ``openai`` release is built on (``httpx``, or ``httpx2`` in 3.x)."""
+    return getattr(openai_base, "httpx2", None) or getattr(openai_base, "httpx")  # noqa: B009
+
+
+def stream_from_bytes(source: Iterable[bytes] | AsyncIterable[bytes], *, decode: Decode = "fast") -> Any:
+    """An ``openai.Stream[ChatCompletionChunk]`` (``AsyncStream`` for an async iterable) over the raw
+    bytes of a streamed chat completion body, decoded exactly as the SDK decodes a response:
+    ``[DONE]``, in-band ``error`` events raised as ``openai.APIError``, and so on. With
+    ``decode="fast"`` (the default here: there is no SDK decoding to stay compatible with) its
+    chunks are built by :func:`build_chunk`, equal to the SDK's. For ``ts.stitch`` over bytes."""
+    if decode not in ("sdk", "fast"):
+        raise ValueError(f'decode must be "sdk" or "fast", not {decode!r}')
+    http = _http_module()
+    request = http.Request("POST", "http://toolstitch.invalid/chat/completions")
+    response = http.Response(200, content=source, request=request)
+    cls = openai.AsyncStream if isinstance(source, AsyncIterable) else openai.Stream
+    stream = cls(cast_to=ChatCompletionChunk, response=response, client=_BytesClient())  # type: ignore[arg-type]
+    if decode == "fast":
+        install(stream)
+    return stream
