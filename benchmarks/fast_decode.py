@@ -1,6 +1,6 @@
 """``decode="fast"`` against plain SDK iteration, over loopback HTTP (issue 12, "Beyond").
 
-Run: ``PYTHONPATH=src .venv/bin/python benchmarks/fast_decode.py`` (``--rounds N``, ``--workload w2|w3``).
+Run: ``.venv/bin/python benchmarks/fast_decode.py`` (``--rounds N``, ``--workload w2|w3``).
 
 A :class:`toolstitch.testing.LocalServer` in a separate process (so its CPU does not share this
 process's GIL) serves the workload's body, one write per SSE event as a real server flushes them.
@@ -25,17 +25,14 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+import openai
+from workloads import TOOLS, w2, w3  # benchmarks/ is on sys.path when run as a script
 
-import openai  # noqa: E402
-from workloads import TOOLS, w2, w3  # noqa: E402
-
-import toolstitch as ts  # noqa: E402
-from toolstitch.client import _fast  # noqa: E402
-from toolstitch.testing import LocalServer, StreamScript  # noqa: E402
+import toolstitch as ts
+from toolstitch.client import _fast
+from toolstitch.testing import LocalServer, StreamScript
 
 VARIANTS = ("sdk", "wrap", "wrap fast", "sdk fast")
 
@@ -111,18 +108,23 @@ def main() -> None:
         stop.set()
         server.join(timeout=10)
     status = _fast.fast_decode_status()
-    print(f"command: PYTHONPATH=src {sys.executable} benchmarks/fast_decode.py --workload {args.workload} "
-          f"--rounds {args.rounds}")
-    print(f"openai {openai.__version__}; {args.workload}: {chunks} chunks over loopback HTTP, {args.rounds} "
-          f"interleaved rounds; fast builder {'on' if status.builder else 'off'}, "
-          f"fast SSE decoder {'on' if status.decoder else 'off'}")
+    print(
+        f"command: {sys.executable} benchmarks/fast_decode.py --workload {args.workload} "
+        f"--rounds {args.rounds}"
+    )
+    print(
+        f"openai {openai.__version__}; {args.workload}: {chunks} chunks over loopback HTTP, {args.rounds} "
+        f"interleaved rounds; fast builder {'on' if status.builder else 'off'}, "
+        f"fast SSE decoder {'on' if status.decoder else 'off'}"
+    )
     base = statistics.median(times["sdk"])
     print(f"{'variant':<10} {'median ms':>10} {'µs/chunk':>9} {'÷ sdk':>7}")
     for name in VARIANTS:
         median = statistics.median(times[name])
         print(f"{name:<10} {median * 1e3:>10.2f} {median / chunks * 1e6:>9.2f} {median / base:>7.3f}")
     ratio = statistics.median(times["wrap fast"]) / base
-    print(f'wrap(decode="fast") / plain SDK = {ratio:.3f}  (target <= 0.3: {"met" if ratio <= 0.3 else "NOT met"})')
+    verdict = "met" if ratio <= 0.3 else "NOT met"
+    print(f'wrap(decode="fast") / plain SDK = {ratio:.3f}  (target <= 0.3: {verdict})')
 
 
 if __name__ == "__main__":

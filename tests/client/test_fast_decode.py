@@ -416,3 +416,15 @@ def test_raw_odd_bytes_decode_fast_as_the_sdk_does(name: str) -> None:
     assert isinstance(_fast.stream_from_bytes(iter(reads)), openai.Stream)
     with pytest.raises(ValueError, match="decode"):
         _fast.stream_from_bytes(iter(reads), decode="turbo")  # type: ignore[arg-type]
+
+
+def test_a_client_that_overrides_the_sdk_processing_keeps_it(shared_server: LocalServer) -> None:
+    class Custom(openai.OpenAI):
+        def _process_response_data(self, *, data: object, cast_to: Any, response: Any) -> Any:
+            return ("mine", data)
+
+    shared_server.enqueue(StreamScript(tool_call_chunks([("call_1", "f", "{}")])))
+    with Custom(api_key="sk-test", base_url=shared_server.base_url, max_retries=0) as c:
+        stream = c.chat.completions.create(**REQUEST)
+        assert not _fast.install(stream)
+        assert all(item[0] == "mine" for item in stream)

@@ -385,21 +385,29 @@ def _warn_once(reason: str) -> None:
     )
 
 
+def _sdk_processing(client: Any) -> bool:
+    """Whether ``client`` turns data into chunks with the SDK's own method (a subclass that
+    overrides it means something else by it: leave its streams alone)."""
+    method = getattr(type(client), "_process_response_data", None)
+    return isinstance(client, _BytesClient) or method is openai_base.BaseClient._process_response_data
+
+
 def install(sdk_stream: Any) -> bool:
     """Switch an SDK stream that has not been iterated yet to fast decoding; True when it was.
 
     The stream stays the SDK's object: its ``__stream__`` now builds chunks with
     :func:`build_chunk` (the real client's method for any chunk that does not qualify) and reads
     events with :class:`._sse.SSEDecoder` when that decoder is proven equal on this release. A
-    client with ``_strict_response_validation`` (the SDK then validates instead of constructing) or
-    a stream of something other than chat completion chunks is left as it is.
+    client with ``_strict_response_validation`` (the SDK then validates instead of constructing), a
+    client class that overrides ``_process_response_data``, or a stream of something other than chat
+    completion chunks is left as it is.
     """
     client = getattr(sdk_stream, "_client", None)
     if client is None or isinstance(client, _FastClient):
         return isinstance(client, _FastClient)
     if getattr(sdk_stream, "_cast_to", None) is not ChatCompletionChunk:
         return False
-    if getattr(client, "_strict_response_validation", True):
+    if getattr(client, "_strict_response_validation", True) or not _sdk_processing(client):
         return False
     status = fast_decode_status()
     if not status.builder:
