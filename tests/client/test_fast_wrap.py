@@ -162,3 +162,27 @@ def test_decode_is_checked_and_part_of_the_options(shared_server: LocalServer) -
         fast = ts.wrap(plain, decode="fast")
         assert fast is not plain and fast.unwrapped is raw
         assert ts.wrap(fast) is fast
+
+
+def test_a_stream_inside_an_instrumentation_proxy_decodes_fast(shared_server: LocalServer) -> None:
+    class Proxy:  # the shape of a wrapt proxy (OpenTelemetry's instrumentations use one)
+        def __init__(self, wrapped: Any) -> None:
+            self.__wrapped__ = wrapped
+
+        def __iter__(self) -> Any:
+            return iter(self.__wrapped__)
+
+        def close(self) -> None:
+            self.__wrapped__.close()
+
+    script = StreamScript(tool_call_chunks([("call_1", "f", '{"a": 1}')], pieces=3))
+    shared_server.enqueue(script, script)
+    request = {**REQUEST, "tools": offered(["f"])}
+    with shared_server.client(max_retries=0) as raw:
+        expected = list(raw.chat.completions.create(**request))
+        sdk_create = raw.chat.completions.create
+        raw.chat.completions.create = lambda *a, **k: Proxy(sdk_create(*a, **k))  # type: ignore[method-assign]
+        stream = ts.wrap(raw, decode="fast").chat.completions.create(**request)
+        assert type(stream.sdk_stream.__wrapped__._client).__name__ == "_FastClient"
+        assert same_value(expected, list(stream))
+        assert [c.status for c in stream.tool_calls] == ["ready"]

@@ -131,7 +131,9 @@ class _Options:
         contract, recorded to a new file when ``wrap(record=...)`` asked for it."""
         stream = cls(sdk_stream, self.accumulator(request, started), request=request)
         if self.decode == "fast":
-            install(sdk_stream)  # before the first chunk is read; the stitched stream keeps the real client
+            # Before the first chunk is read, on the SDK's stream itself (inside an instrumentation's
+            # proxy, too); the stitched stream keeps the real client.
+            install(_proxied_stream(sdk_stream))
         if self.record is not None:
             stream.record(recording_path(self.record), redact=self.redact)
         return stream
