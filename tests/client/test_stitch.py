@@ -6,6 +6,7 @@ never ``ready`` unless exact and valid, never an exception from toolstitch)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import copy
 import json
@@ -22,8 +23,9 @@ from pydantic import BaseModel, ConfigDict
 
 import toolstitch as ts
 from tests.conftest import WEATHER_TOOLS as TOOLS
-from tests.conftest import examples
+from tests.conftest import examples, offered
 from tests.core.test_accumulator import seed_stream
+from toolstitch.client._fast import same_value
 from toolstitch.testing import LocalServer, StreamScript, chunk, tool_call_chunks
 
 EXPECTED = [{"city": "深圳"}, {"city": "上海", "unit": '"u"'}]
@@ -293,3 +295,35 @@ def test_content_text_streamed_through_stitch() -> None:
     chunks.append(chunk(delta={}, finish_reason="stop"))
     completion = ts.stitch(chunks).get_final_completion()
     assert completion.choices[0].message.content == "Hello"
+
+
+def test_stitch_reads_raw_bytes_with_the_sdk_semantics() -> None:
+    chunks = tool_call_chunks([("call_1", "f", '{"a": "é"}'), ("call_2", "g", "{}")], pieces=4)
+    body = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks).encode() + b"data: [DONE]\n\n"
+    reads = [body[k : k + 7] for k in range(0, len(body), 7)]
+    results = []
+    for decode in ("sdk", "fast"):
+        stream = ts.stitch(iter(reads), tools=offered(["f", "g"]), decode=decode)  # type: ignore[arg-type]
+        results.append(list(stream))
+        assert [c.status for c in stream.tool_calls] == ["ready", "ready"]
+        assert stream.get_final_completion().choices[0].finish_reason == "tool_calls"
+
+    async def source() -> Any:
+        for r in reads:
+            yield r
+
+    async def main() -> list[Any]:
+        stream = ts.stitch(source(), tools=offered(["f", "g"]), decode="fast")
+        return [c async for c in stream]
+
+    results.append(asyncio.run(main()))
+    assert same_value(results[0], results[1]) and same_value(results[0], results[2])
+    assert len(results[0]) == len(chunks)
+
+
+def test_stitch_raises_the_sdk_in_band_error_from_raw_bytes() -> None:
+    body = b'data: {"error": {"message": "overloaded"}}\n\n'
+    for decode in ("sdk", "fast"):
+        stream = ts.stitch([body], decode=decode)  # type: ignore[arg-type]
+        with pytest.raises(openai.APIError, match="overloaded"):
+            list(stream)

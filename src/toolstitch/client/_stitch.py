@@ -24,6 +24,7 @@ from ..core._accumulator import Accumulator
 from ..core._call import now
 from ..core._limits import Limits
 from ..core._seal import requested_choice
+from ._fast import Decode, stream_from_bytes
 from ._shape import plain_chunk
 from ._stream import AsyncStitchedStream, StitchedStream
 
@@ -41,6 +42,7 @@ def stitch(
     limits: Limits | None = None,
     empty_arguments: Literal["invalid", "object"] = "invalid",
     recover_text_tool_calls: bool = False,
+    decode: Decode | None = None,
 ) -> AsyncStitchedStream: ...
 @overload
 def stitch(
@@ -53,6 +55,7 @@ def stitch(
     limits: Limits | None = None,
     empty_arguments: Literal["invalid", "object"] = "invalid",
     recover_text_tool_calls: bool = False,
+    decode: Decode | None = None,
 ) -> StitchedStream: ...
 
 
@@ -66,6 +69,7 @@ def stitch(
     limits: Limits | None = None,
     empty_arguments: Literal["invalid", "object"] = "invalid",
     recover_text_tool_calls: bool = False,
+    decode: Decode | None = None,
 ) -> StitchedStream | AsyncStitchedStream:
     """Stitch any iterable (or async iterable) of chunks into a :class:`StitchedStream`
     (:class:`AsyncStitchedStream`), the stream object ``wrap`` returns.
@@ -77,6 +81,11 @@ def stitch(
     cannot be read becomes an anomaly, and the calls it touched become ``invalid``. What the
     source itself raises reaches the caller unchanged, after open calls became ``incomplete``.
     Call ``stream.record(path)`` before iterating to record it.
+
+    ``decode="fast"`` (or ``"sdk"``) reads ``chunks`` as the raw bytes of a streamed response body
+    (an iterable or async iterable of ``bytes``, such as ``httpx``'s ``iter_bytes()``), decoded
+    exactly as the SDK decodes a response (``[DONE]``, in-band errors raised as
+    ``openai.APIError``); ``"fast"`` builds each chunk with pydantic-core, equal to the SDK's.
     """
     if isinstance(chunks, Mapping | BaseModel | str | bytes | bytearray):
         raise TypeError(
@@ -84,6 +93,8 @@ def stitch(
             "pass [chunk] to stitch a single one"
         )
     started = now()
+    if decode is not None:
+        chunks = stream_from_bytes(chunks, decode=decode)
     tool_list = list(tools) if tools is not None else None  # read once: a generator is not reread
     request: dict[str, Any] = {}
     for key, value in (

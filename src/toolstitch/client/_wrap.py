@@ -133,7 +133,7 @@ class _Options:
         if self.decode == "fast":
             # Before the first chunk is read, on the SDK's stream itself (inside an instrumentation's
             # proxy, too); the stitched stream keeps the real client.
-            install(_proxied_stream(sdk_stream))
+            install(proxied_stream(sdk_stream))
         if self.record is not None:
             stream.record(recording_path(self.record), redact=self.redact)
         return stream
