@@ -240,6 +240,11 @@ def chat_span(stream: Any) -> Any:
     return None
 
 
+_REPORTED = frozenset(
+    {AnomalyRecorded, ToolCallStarted, ArgumentsComplete, ToolCallReady, ToolCallInvalid, ToolCallIncomplete}
+)
+
+
 class StreamObserver:
     """Watches one stream's toolstitch events in ``ts.run``: span events for each call's lifecycle
     and each anomaly (on the current span), INFO logs for anomalies, and the time metrics."""
@@ -255,13 +260,14 @@ class StreamObserver:
         (the instrumentation ends it when the SDK stream is exhausted)."""
 
     def __call__(self, event: Any) -> None:
-        if isinstance(event, AnomalyRecorded):
+        kind = type(event)
+        if kind is AnomalyRecorded:
             a = event.anomaly
             logger.info(
                 "anomaly %s: %s (choice %s, call index %s)", a.code, a.message, a.choice, a.call_index
             )
         o = self.o
-        if o is None:
+        if o is None or kind not in _REPORTED:  # most events are text and argument deltas: skip fast
             return
         with contextlib.suppress(Exception):  # telemetry never breaks the stream
             self._report(o, event)
