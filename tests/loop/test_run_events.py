@@ -278,3 +278,46 @@ def test_stopping_at_a_response_runs_none_of_its_calls(live: LocalServer) -> Non
             break
     events.close()
     assert no_worker_left() and ran.count("get_weather") == before and len(live.requests) == 1
+
+
+def faithful(events: list[tuple[str, str, Any]]) -> None:
+    """Each ArgumentsDelta was read while the call held exactly the text up to that delta."""
+    so_far: dict[str, str] = {}
+    assert events
+    for call_id, text, arguments in events:
+        so_far[call_id] = so_far.get(call_id, "") + text
+        assert arguments == so_far[call_id]
+
+
+LONG = [("call_l", "get_weather", '{"city": "' + "Llanfairpwllgwyngyll" * 5 + '"}')]
+
+
+def long_model(body: dict[str, Any]) -> Any:
+    if any(m.get("role") == "tool" for m in body.get("messages") or []):
+        return text_reply("Rainy.")
+    return StreamScript(tool_call_chunks(LONG, pieces=40))
+
+
+def test_the_reader_sees_each_call_as_it_stood_at_its_event() -> None:
+    seen: list[tuple[str, str, Any]] = []
+    with LocalServer(handler=long_model) as server:
+        for event in ts.run_events(server.client(), model="m", messages=USER, toolbox=Toolbox([get_weather])):
+            if isinstance(event, StreamEvent) and isinstance(event.event, ArgumentsDelta):
+                call = event.event.call
+                seen.append((call.id or "", event.event.text, call.arguments))
+    faithful(seen)
+
+
+def test_the_async_reader_sees_each_call_as_it_stood_at_its_event() -> None:
+    seen: list[tuple[str, str, Any]] = []
+
+    async def pull(server: LocalServer) -> None:
+        box = Toolbox([get_weather])
+        async for event in ts.arun_events(server.async_client(), model="m", messages=USER, toolbox=box):
+            if isinstance(event, StreamEvent) and isinstance(event.event, ArgumentsDelta):
+                call = event.event.call
+                seen.append((call.id or "", event.event.text, call.arguments))
+
+    with LocalServer(handler=long_model) as server:
+        asyncio.run(pull(server))
+    faithful(seen)

@@ -23,10 +23,12 @@ calls of a response the reader stopped at never start, no further request is sen
 already running finishes first (it is never abandoned halfway), and ``close()`` returns once the
 worker is gone.
 
-**Async.** ``arun_events`` runs :func:`~toolstitch.arun` as a task on the running event loop; closing
-the iterator (``aclose()``, leaving ``async for`` by ``break`` and letting it be collected, or the
-task that iterates it being cancelled) cancels the run, which closes its stream and cancels running
-async tools, as cancelling ``arun`` does.
+**Async.** ``arun_events`` runs :func:`~toolstitch.arun` as a task on the running event loop, which
+reads its stream in step with the reader (after each stream event it awaits the handoff's ``pace()``
+until the reader asked for the next one, so previews are read as they stood). Closing the iterator
+(``aclose()``, leaving ``async for`` by ``break`` and letting it be collected, or the task that
+iterates it being cancelled) cancels the run, which closes its stream and cancels running async
+tools, as cancelling ``arun`` does.
 """
 
 from __future__ import annotations
@@ -155,35 +157,60 @@ def run_events(client: Any, **options: Any) -> Generator[RunEvent | RunFinished,
         worker.join()
 
 
+class _AsyncHandoff:
+    """The async twin's ``on_event``: events queued on the event loop, and :meth:`pace`, which the
+    run awaits after each stream event until the reader has taken everything and asks for more."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.owner = threading.get_ident()
+        self.items: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+        self.asking = asyncio.Event()
+
+    def __call__(self, event: RunEvent) -> None:
+        # Sync tools run in worker threads, and report from there: hand over on the loop's thread.
+        if threading.get_ident() == self.owner:
+            self.items.put_nowait(("event", event))
+        else:
+            self.loop.call_soon_threadsafe(self.items.put_nowait, ("event", event))
+
+    async def pace(self) -> None:
+        """Return once the reader took every event so far and waits for the next one."""
+        while not (self.asking.is_set() and self.items.empty()):
+            if self.asking.is_set():
+                await asyncio.sleep(0)  # the reader is about to take what is queued
+            else:
+                await self.asking.wait()
+
+    async def take(self) -> tuple[str, Any]:
+        self.asking.set()
+        try:
+            return await self.items.get()
+        finally:
+            self.asking.clear()
+
+
 async def arun_events(client: Any, **options: Any) -> AsyncGenerator[RunEvent | RunFinished, None]:
     """The async twin of :func:`run_events` (``arun``'s keyword arguments, but not ``on_event``):
-    ``async for event in ts.arun_events(...)``. Closing it early cancels the run."""
+    ``async for event in ts.arun_events(...)``. The run reads its stream in step with the reader (a
+    preview is read as it stood); closing the iterator early cancels the run."""
     _no_on_event(options)
-    loop = asyncio.get_running_loop()
-    owner = threading.get_ident()
-    handoff: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
-
-    def on_event(event: RunEvent) -> None:
-        # Sync tools run in worker threads, and report from there: hand over on the loop's thread.
-        if threading.get_ident() == owner:
-            handoff.put_nowait(("event", event))
-        else:
-            loop.call_soon_threadsafe(handoff.put_nowait, ("event", event))
+    handoff = _AsyncHandoff()
 
     async def work() -> None:
         try:
-            result = await arun(client, on_event=on_event, **options)
+            result = await arun(client, on_event=handoff, **options)
         except asyncio.CancelledError:
             raise
         except BaseException as exc:  # handed to the reader, raised there
-            handoff.put_nowait(("error", exc))
+            handoff.items.put_nowait(("error", exc))
             return
-        handoff.put_nowait(("result", result))
+        handoff.items.put_nowait(("result", result))
 
     task = asyncio.ensure_future(work())
     try:
         while True:
-            kind, value = await handoff.get()
+            kind, value = await handoff.take()
             if kind == "event":
                 yield value
             elif kind == "result":

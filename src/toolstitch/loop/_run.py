@@ -47,7 +47,7 @@ import asyncio
 import logging
 import random
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict
 
@@ -389,6 +389,9 @@ class _Loop:
         self.max_corrections = max_corrections
         self.eager = eager and any(t.eager for t in toolbox)
         self.on_event = options.on_event
+        # ``arun_events`` (loop/_pull.py) gives its on_event a ``pace()`` coroutine: the async twin
+        # awaits it after each stream event, so its reader sees each event before the next is read.
+        self.pace: Callable[[], Awaitable[None]] | None = getattr(options.on_event, "pace", None)
         self.raise_tool_errors = options.raise_tool_errors
         self.dialect = options.dialect
         self.create_kwargs = create_kwargs
@@ -1001,6 +1004,8 @@ async def _astep(loop: _Loop, wrapped: Any, model: str, index: int) -> StopReaso
                     with turn.reading():
                         async for event in stream.events():
                             turn.streamed(event, astart_early)
+                            if loop.pace is not None:
+                                await loop.pace()
                     turn.completion = await stream.get_final_completion()
             except BaseException as exc:
                 turn.attempt_failed(exc)
