@@ -234,3 +234,50 @@ def test_the_common_shape_takes_the_fast_path() -> None:
             assert taken >= 20, taken
     finally:
         accumulator_module.take_common_chunk = original
+
+
+_STRING_TEXT = st.lists(
+    st.sampled_from([*list('ab é"\\/bfnrtu0123456789aAfF{}[]:,\x00\x1f\t\n\u2028'), "\\u00e9", '\\"', "\\n"]),
+    max_size=12,
+).map("".join)
+
+
+@settings(max_examples=examples(400), deadline=None)
+@given(before=_STRING_TEXT, text=_STRING_TEXT)
+def test_the_string_shortcut_changes_what_the_scanner_would(before: str, text: str) -> None:
+    """The fast path skips ``JSONScanner.feed`` for text inside a string that its pattern takes:
+    whenever it does, feeding the text to a scanner in that state changes nothing but the offset."""
+    from toolstitch.core._fast import _STRING_BODY
+    from toolstitch.core._scanner import JSONScanner
+
+    assert _STRING_BODY('a \\"q\\" \\u00e9 \\t é') and not _STRING_BODY("a\\") and not _STRING_BODY('a"')
+    assert not _STRING_BODY("\\u00e") and not _STRING_BODY("\\x") and not _STRING_BODY("\x1f")
+    scanner = JSONScanner()
+    scanner.feed('{"k": "' + before)
+    if not (scanner._in_string and not scanner._escape and not scanner._hex_left) or scanner.error:
+        return
+    if _STRING_BODY(text) is None:
+        return
+    state = {slot: copy.copy(getattr(scanner, slot)) for slot in JSONScanner.__slots__}
+    scanner.feed(text)
+    after = {slot: getattr(scanner, slot) for slot in JSONScanner.__slots__}
+    assert after.pop("offset") == state.pop("offset") + len(text)
+    assert after == state
+
+
+def test_a_long_call_keeps_its_text_in_batches() -> None:
+    """A call of a hundred thousand pieces holds a few hundred strings (joined 1,024 at a time),
+    on both paths; the text is whole and in order."""
+    from toolstitch.core._call import _BATCH
+
+    pieces = ['{"t": "'] + [f"{i % 10}" for i in range(100_000)] + ['"}']
+    chunks = ts.testing.tool_call_chunks([("c1", "f", "".join(pieces))], pieces=len(pieces))
+    for fast in (True, False):
+        acc = ts.Accumulator()
+        acc._fast_path = fast
+        for c in chunks:
+            acc.feed(c)
+        call = acc.tool_calls[0]
+        assert len(call._parts) < _BATCH and len(call._done) <= 100_000 // _BATCH + 2
+        acc.end()
+        assert call.ready and call.arguments == "".join(pieces)

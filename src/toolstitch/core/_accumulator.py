@@ -287,6 +287,15 @@ class Accumulator:
         Never raises: a failure inside toolstitch refuses the calls the chunk touched.
         """
         try:
+            if self._fast_ready and seq is None:
+                # What ``_feed`` does first, without its layers: this is the per-chunk hot path.
+                try:
+                    taken = take_common_chunk(self, chunk, True)
+                except Exception as exc:
+                    return self._fast_fault(exc, chunk)
+                if taken is not None:
+                    self.metrics.chunks += 1
+                    return taken
             return self._feed(chunk, seq, True)
         except Exception as exc:  # the last net: every finer one failed too
             return self._panic(exc)
@@ -298,13 +307,25 @@ class Accumulator:
         try:
             if self._fast_ready:
                 # What ``_feed`` does first, without its layers: this is the per-chunk hot path.
-                taken = take_common_chunk(self, chunk, False)
+                try:
+                    taken = take_common_chunk(self, chunk, False)
+                except Exception as exc:
+                    self._fast_fault(exc, chunk)
+                    return
                 if taken is not None:
                     self.metrics.chunks += 1
                     return
             self._feed(chunk, None, False)
         except Exception as exc:
             self._panic(exc)
+
+    def _fast_fault(self, exc: BaseException, chunk: Any) -> Sequence[Event]:
+        """The fast path failed on ``chunk``: whatever it touched is unknown here, so every open
+        call is refused (rule 9); the chunk is counted."""
+        self.metrics.chunks += 1
+        events: list[Event] = []
+        self._refuse(self._open_calls(), exc, events, chunk)
+        return events
 
     def _panic(self, exc: BaseException) -> Sequence[Event]:
         """Refuse every open call, record the failure, raise nothing (fail closed, rule 9)."""
@@ -333,11 +354,7 @@ class Accumulator:
             try:
                 taken = take_common_chunk(self, chunk, want_events)
             except Exception as exc:
-                # Whatever the chunk touched is unknown here: refuse every open call (rule 9).
-                metrics.chunks += 1
-                events: list[Event] = []
-                self._refuse(self._open_calls(), exc, events, chunk)
-                return events
+                return self._fast_fault(exc, chunk)
             if taken is not None:
                 metrics.chunks += 1
                 return taken
@@ -358,7 +375,7 @@ class Accumulator:
         except Exception as exc:
             # Nothing of the chunk could be read, so which calls it touched is unknown: every open
             # call may have lost a fragment.
-            events = []
+            events: list[Event] = []
             self._refuse(self._open_calls(), exc, events, chunk)
             return events
         events = []

@@ -134,6 +134,32 @@ class StreamEnded:
     usage: Any
 
 
+# The two events nearly every chunk makes, built without the frozen dataclass's ``__init__``
+# (which sets each field through ``object.__setattr__``): about 0.2 us instead of 0.32 per event,
+# measured. Same class, same fields, still frozen for everyone else.
+_new = object.__new__
+_set_content_choice = vars(ContentDelta)["choice"].__set__
+_set_content_text = vars(ContentDelta)["text"].__set__
+_set_arguments_call = vars(ArgumentsDelta)["call"].__set__
+_set_arguments_text = vars(ArgumentsDelta)["text"].__set__
+
+
+def content_delta(choice: int, text: str) -> ContentDelta:
+    """``ContentDelta(choice, text)``, built faster (the fast path's)."""
+    event: ContentDelta = _new(ContentDelta)
+    _set_content_choice(event, choice)
+    _set_content_text(event, text)
+    return event
+
+
+def arguments_delta(call: ToolCall, text: str) -> ArgumentsDelta:
+    """``ArgumentsDelta(call, text)``, built faster (the fast path's)."""
+    event: ArgumentsDelta = _new(ArgumentsDelta)
+    _set_arguments_call(event, call)
+    _set_arguments_text(event, text)
+    return event
+
+
 Event = (
     ContentDelta
     | RefusalDelta

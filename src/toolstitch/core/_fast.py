@@ -19,6 +19,7 @@ through both paths and compares everything they produce.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
@@ -31,8 +32,8 @@ from openai.types.chat.chat_completion_chunk import (
     ChoiceDeltaToolCallFunction,
 )
 
-from ._call import _BATCH, has_lone_surrogate
-from ._events import ArgumentsComplete, ArgumentsDelta, ArgumentsMalformed, ContentDelta, Event
+from ._call import _BATCH, push
+from ._events import ArgumentsComplete, ArgumentsMalformed, Event, arguments_delta, content_delta
 from ._route import _Chain
 
 if TYPE_CHECKING:
@@ -66,6 +67,9 @@ _DELTA = itemgetter("role", "refusal", "function_call", "content", "tool_calls")
 _ENTRY = itemgetter("id", "type", "index", "function")
 _FUNCTION = itemgetter("name", "arguments")
 _ABSENT = (None, "")
+# String content that leaves a scanner inside the string with nothing pending: characters other
+# than a quote, a backslash or a control character, and complete escapes (JSON's eight, \uXXXX).
+_STRING_BODY = re.compile(r'[^"\\\x00-\x1f]*(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*)*').fullmatch
 
 
 def take_common_chunk(acc: Accumulator, chunk: Any, want_events: bool) -> Sequence[Event] | None:
@@ -150,8 +154,9 @@ def take_common_chunk(acc: Accumulator, chunk: Any, want_events: bool) -> Sequen
         if text.isascii():
             size = len(text)
         else:
-            size = len(text.encode("utf-8", "surrogatepass"))
-            if has_lone_surrogate(text):
+            try:
+                size = len(text.encode("utf-8"))
+            except UnicodeEncodeError:  # a lone surrogate: the general path refuses the text
                 return None
         if call._bytes_left < size:
             return None
@@ -168,63 +173,66 @@ def take_common_chunk(acc: Accumulator, chunk: Any, want_events: bool) -> Sequen
         return None
 
     # -- apply: the same writes the general path makes, in the same order ---------------------
-    events: list[Event] | None = [] if want_events else None
+    # Events are built last, as a tuple (most chunks make exactly one), and only when wanted.
+    said: Event | None = None
     if content:
         acc._bytes_left -= content_size
-        parts = state.content
-        parts.append(content)
-        if len(parts) > _BATCH:
-            parts[-_BATCH:] = ["".join(parts[-_BATCH:])]
-        if events is not None:
-            events.append(ContentDelta(index, content))
-    if call is not None:
-        metrics = call._metrics
-        metrics.fragments += 1
-        if text:
-            if chain is not None:
-                del chains[call._slot]
-            elif call._chars == 0:
-                chains[call._slot] = _Chain(text)
-            if metrics.first_argument_at is None:
-                metrics.first_argument_at = acc._clock()
-            acc._bytes_left -= size
-            metrics.bytes += size
-            call._bytes_left -= size
-            parts = call._parts
-            parts.append(text)
-            if len(parts) > _BATCH:
-                parts[-_BATCH:] = ["".join(parts[-_BATCH:])]
-            call._joined = None
-            call._chars += len(text)
-            scanner = call._scanner
-            if (
-                scanner._in_string
-                and not scanner._escape
-                and not scanner._hex_left
-                and '"' not in text
-                and "\\" not in text
-                and text.isprintable()
-            ):
-                # Inside a string, text with no quote, backslash or control character changes
-                # nothing but the offset (what ``JSONScanner.feed`` would find, without the call).
-                scanner.offset += len(text)
+        push(state.content, content)
+        if want_events:
+            said = content_delta(index, content)
+    if call is None or not text:
+        if call is not None:
+            call._metrics.fragments += 1
+        return (said,) if said is not None else _NONE
+    metrics = call._metrics
+    metrics.fragments += 1
+    if chain is not None:
+        del chains[call._slot]
+    elif call._chars == 0:
+        chains[call._slot] = _Chain(text)
+    if metrics.first_argument_at is None:
+        metrics.first_argument_at = acc._clock()
+    acc._bytes_left -= size
+    metrics.bytes += size
+    call._bytes_left -= size
+    parts = call._parts
+    parts.append(text)
+    if len(parts) >= _BATCH:
+        call._done.append("".join(parts))
+        parts.clear()
+    call._joined = None
+    call._chars += len(text)
+    scanner = call._scanner
+    if (
+        scanner._in_string
+        and not scanner._escape
+        and not scanner._hex_left
+        and (('"' not in text and "\\" not in text and text.isprintable()) or _STRING_BODY(text) is not None)
+    ):
+        # Inside a string, text made only of string characters and whole, valid escapes changes
+        # nothing but the offset (what ``JSONScanner.feed`` would find, without its loop);
+        # anything else (a quote, a control character, an escape cut at the end of the
+        # fragment) is the scanner's.
+        scanner.offset += len(text)
+    else:
+        scanner.feed(text)
+        if scanner.complete or scanner.error is not None:
+            call._fast = False
+            if scanner.complete:
+                metrics.arguments_complete_at = acc._clock()
+            if not want_events:
+                return _NONE
+            closed: Event
+            if scanner.complete:
+                closed = ArgumentsComplete(call)
             else:
-                scanner.feed(text)
-                if scanner.complete or scanner.error is not None:
-                    call._fast = False
-                    if scanner.complete:
-                        metrics.arguments_complete_at = acc._clock()
-                    if events is not None:
-                        events.append(ArgumentsDelta(call, text))
-                        if scanner.complete:
-                            events.append(ArgumentsComplete(call))
-                        else:
-                            error = scanner.error or ""
-                            events.append(ArgumentsMalformed(call, error, scanner.error_at))
-                        return events
-            if events is not None:
-                events.append(ArgumentsDelta(call, text))
-    return events or _NONE
+                closed = ArgumentsMalformed(call, scanner.error or "", scanner.error_at)
+            delta = arguments_delta(call, text)
+            return (said, delta, closed) if said is not None else (delta, closed)
+    if not want_events:
+        return _NONE
+    delta = arguments_delta(call, text)
+    return (said, delta) if said is not None else (delta,)
 
 
 def _read_dict(acc: Accumulator, chunk: dict[str, Any]) -> tuple[Any, int, Any, Any, str] | None:
