@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..errors import SchemaViolation, ToolCallError, UnknownTool
+from ._schema_quick import Check, compile_quick
 
 __all__ = ["ToolSchemas"]
 
@@ -30,11 +31,12 @@ def _as_mapping(tool: Any) -> Mapping[str, Any] | None:
 class ToolSchemas:
     """The tools of one request, by name, with their parameter schemas."""
 
-    __slots__ = ("_schemas", "_strict", "_validators")
+    __slots__ = ("_quick", "_schemas", "_strict", "_validators")
 
     def __init__(self, tools: Iterable[Any]) -> None:
         self._schemas: dict[str, Mapping[str, Any] | None] = {}
         self._validators: dict[str, Any] = {}
+        self._quick: dict[str, Check] = {}
         self._strict: set[str] = set()
         for tool in tools:
             spec = _as_mapping(tool)
@@ -91,6 +93,11 @@ class ToolSchemas:
                 message = f"the schema of {name!r} is not a valid JSON Schema: {problem}"
                 return SchemaViolation(message, raw=raw, errors=[f"(schema): {problem}"])
             self._validators[name] = validator
+        quick = self._quick.get(name)
+        if quick is None:
+            quick = self._quick[name] = _quick_for(validator)
+        if quick(arguments):
+            return None  # a yes from the quick check is a yes from jsonschema (``_schema_quick.py``)
         try:
             errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
         except Exception as exc:
@@ -151,6 +158,27 @@ def _validator(schema: Mapping[str, Any]) -> tuple[Any, str | None]:
                 del _cache[next(iter(_cache))]
             _cache[key] = built
     return built
+
+
+_quick_cache: dict[int, tuple[Any, Check]] = {}
+
+
+def _never(value: Any) -> bool:
+    return False
+
+
+def _quick_for(validator: Any) -> Check:
+    """The quick check of a validator's schema (``_never`` outside the subset), built once per
+    cached validator: the validator holds its own copy of the schema, which no caller can change."""
+    found = _quick_cache.get(id(validator))
+    if found is not None and found[0] is validator:
+        return found[1]
+    quick = compile_quick(validator.schema) or _never
+    with _cache_lock:
+        if len(_quick_cache) >= _CACHE_SIZE:
+            del _quick_cache[next(iter(_quick_cache))]
+        _quick_cache[id(validator)] = (validator, quick)
+    return quick
 
 
 def _omitted_nullable(error: Any) -> bool:
