@@ -89,6 +89,9 @@ class _Base:
         self._decoder: Any = getattr(sdk_stream, "_decoder", None)
         self._pending: Sequence[Event] = _NO_EVENTS
         self._events_wanted = False
+        self._plain = recorder is None and prepare is None
+        """Nothing but the core takes each chunk, and no events are wanted: the iteration feeds the
+        core's quiet entry directly (one call less per chunk). Cleared by ``record`` and ``events``."""
         """Set by ``events()``: from then on each chunk's events are built and handed out."""
         """The events of the last chunk fed (read by ``events()``; chunk iteration ignores them)."""
         self._ending: Sequence[Event] = _NO_EVENTS
@@ -129,6 +132,7 @@ class _Base:
             target, self.accumulator, self._request, redact=redact, client=self._client
         )
         self.recorder = recorder
+        self._plain = False
         return recorder
 
     def _input_over(self, error: BaseException | None) -> None:
@@ -177,8 +181,12 @@ class StitchedStream(_Base, openai.Stream[ChatCompletionChunk]):
     def _iterate(self) -> Generator[ChatCompletionChunk, None, None]:
         # The twins differ only in ``for``; what happens to a chunk is ``_take``, shared.
         try:
+            quiet = self.accumulator._feed_quiet
             for chunk in self._sdk_stream:
-                self._take(chunk)
+                if self._plain:
+                    quiet(chunk)
+                else:
+                    self._take(chunk)
                 yield chunk
         except BaseException as exc:
             error = as_sdk_error(exc, self._sdk_stream)  # a transport error as the SDK's own
@@ -204,6 +212,7 @@ class StitchedStream(_Base, openai.Stream[ChatCompletionChunk]):
         the end (open calls ``incomplete``, ``StreamEnded`` with the error) were yielded.
         """
         self._events_wanted = True
+        self._plain = False
         try:
             for _chunk in self._iterator:
                 yield from self._pending
@@ -258,8 +267,12 @@ class AsyncStitchedStream(_Base, openai.AsyncStream[ChatCompletionChunk]):
     async def _iterate(self) -> AsyncGenerator[ChatCompletionChunk, None]:
         # The twins differ only in ``async for``; what happens to a chunk is ``_take``, shared.
         try:
+            quiet = self.accumulator._feed_quiet
             async for chunk in self._sdk_stream:
-                self._take(chunk)
+                if self._plain:
+                    quiet(chunk)
+                else:
+                    self._take(chunk)
                 yield chunk
         except BaseException as exc:
             error = as_sdk_error(exc, self._sdk_stream)  # a transport error as the SDK's own
@@ -280,6 +293,7 @@ class AsyncStitchedStream(_Base, openai.AsyncStream[ChatCompletionChunk]):
     async def events(self) -> AsyncIterator[Event]:
         """The async twin of :meth:`StitchedStream.events`: ``async for event in stream.events()``."""
         self._events_wanted = True
+        self._plain = False
         try:
             async for _chunk in self._iterator:
                 for event in self._pending:

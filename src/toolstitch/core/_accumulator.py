@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, replace
+from operator import itemgetter
 from typing import Any, Literal
 
 from openai.types.chat import ChatCompletion
@@ -66,6 +67,16 @@ __all__ = ["Accumulator", "StreamMetrics"]
 
 _NO_EVENTS: Sequence[Event] = ()
 _ENVELOPE_FIELDS = ("id", "model", "created", "object", "system_fingerprint", "service_tier")
+
+
+def _nones_of(keys: tuple[str, ...]) -> tuple[Callable[[Any], Any], Any] | None:
+    """``(getter, unset)``: ``getter(fields)`` is ``unset`` exactly when each of ``keys`` is None in
+    ``fields`` (one C call instead of a loop); None for no keys."""
+    if not keys:
+        return None
+    return itemgetter(*keys), (None if len(keys) == 1 else (None,) * len(keys))
+
+
 _MAX_USAGE = 1 << 20
 """Bytes of one usage value (it replaces the previous one, so it is bounded on its own)."""
 _MAX_FINISH_REASONS = 16
@@ -232,6 +243,9 @@ class Accumulator:
         """True from the second chunk until the end, unless ``_fast_path`` was switched off."""
         self._envelope_unset: tuple[str, ...] = _ENVELOPE_FIELDS
         """The envelope fields not kept yet: a chunk carrying one of them takes the general path."""
+        self._envelope_nones = _nones_of(_ENVELOPE_FIELDS)
+        """For the fast path: reads those fields of an SDK chunk's ``__dict__`` at once, and what
+        they read when none is set (``None`` when every field is kept)."""
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -469,6 +483,7 @@ class Accumulator:
             )
             if kept is None
         )
+        self._envelope_nones = _nones_of(self._envelope_unset)
 
     def _take_choice(self, piece: ChoicePiece, t: float, events: list[Event], notes: list[Anomaly]) -> None:
         """Read one choice of a chunk, section by section, so a fault in one still reads the rest."""

@@ -92,9 +92,10 @@ def take_common_chunk(acc: Accumulator, chunk: Any, want_events: bool) -> Sequen
                 return None
             # Envelope fields: the first usable value is kept. Once kept (or while the chunk has
             # none), the chunk changes nothing; a first value arriving now is the general path's.
-            for key in acc._envelope_unset:
-                if fields.get(key) not in _ABSENT:
-                    return None
+            # (An empty string, which the general path reads as unset too, is left to it.)
+            nones = acc._envelope_nones
+            if nones is not None and nones[0](fields) != nones[1]:
+                return None
             choice = choices[0]
             if type(choice) is not Choice:
                 return None
