@@ -53,6 +53,9 @@ def test_the_wrapped_client_is_an_instance_of_the_class_it_wraps(server: LocalSe
     assert isinstance(wrapped, getattr(openai, kind))
     assert isinstance(wrapped, ts.client.WrappedClient)
     assert isinstance(wrapped.chat.completions, type(plain.chat.completions))
+    # type() too, for code that checks the class (logfire's instrument_openai asserts it)
+    assert issubclass(type(wrapped), type(plain)) and issubclass(type(wrapped), ts.client.WrappedClient)
+    assert wrapped.__class__ is type(plain)
     for copied in (wrapped.with_options(timeout=3), wrapped.copy(max_retries=1)):
         assert isinstance(copied, getattr(openai, kind))
         assert isinstance(copied, ts.client.WrappedClient)
@@ -126,6 +129,30 @@ async def test_the_async_client_is_an_async_context_manager_that_gives_the_wrapp
         assert [c.status for c in stream.tool_calls] == ["ready", "ready"]
     assert plain.is_closed()
     assert not hasattr(wrapped, "__enter__")
+
+
+def test_the_sdk_client_s_methods_run_on_the_client_not_on_the_wrapper(server: LocalServer) -> None:
+    plain = server.client()
+    wrapped = ts.wrap(plain)
+    assert wrapped.request == plain.request and wrapped.post == plain.post  # bound to the client
+    assert wrapped.embeddings is plain.embeddings and wrapped.base_url == plain.base_url
+    plain.request = "patched"  # type: ignore[assignment,method-assign]  # as instrumentations do
+    assert wrapped.request == "patched"
+
+
+def test_a_client_class_that_cannot_be_subclassed_with_the_wrapper_still_passes_isinstance(
+    server: LocalServer,
+) -> None:
+    class Slotted(openai.OpenAI):
+        __slots__ = ("extra",)  # a layout of its own: no class can derive from it and the proxy
+
+    plain = Slotted(api_key="test", base_url=server.base_url, max_retries=0)
+    wrapped = ts.wrap(plain)
+    assert isinstance(wrapped, Slotted) and not issubclass(type(wrapped), Slotted)
+    server.enqueue(StreamScript(seed_stream()))
+    stream = wrapped.chat.completions.create(**ARGS, stream=True)
+    stream.until_done()
+    assert [c.status for c in stream.tool_calls] == ["ready", "ready"]
 
 
 def test_attribute_writes_and_deletes_reach_the_client(server: LocalServer) -> None:

@@ -5,16 +5,14 @@ is instrumented once."""
 
 from __future__ import annotations
 
-import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
-import toolstitch as ts
+from tests.client.instrumented import ORDERS, astitched, stitched, wrapped_in_order
 from tests.client.test_dropin import ASYNC_ENTRIES, EXPECTED, SYNC_ENTRIES
 from tests.core.test_accumulator import seed_stream
-from toolstitch.errors import UnstitchedStreamWarning
 from toolstitch.testing import LocalServer, StreamScript
 
 openai_v2 = pytest.importorskip("opentelemetry.instrumentation.openai_v2")
@@ -37,8 +35,13 @@ def exporter() -> Iterator[InMemorySpanExporter]:
         instrumentor.uninstrument()
 
 
-def instrument(exporter: InMemorySpanExporter) -> None:
-    openai_v2.OpenAIInstrumentor().instrument(tracer_provider=exporter.provider)  # type: ignore[attr-defined]
+def instrument(exporter: InMemorySpanExporter) -> Callable[[Any], None]:
+    """Instruments every client (the instrumentation is global: it ignores which one it is given)."""
+
+    def instrument_all(_client: Any) -> None:
+        openai_v2.OpenAIInstrumentor().instrument(tracer_provider=exporter.provider)  # type: ignore[attr-defined]
+
+    return instrument_all
 
 
 #: The instrumentation (2.4b0) replaces the SDK's raw and streaming responses of a streamed request
@@ -56,7 +59,7 @@ def chat_spans(exporter: InMemorySpanExporter) -> list[Any]:
     return [s for s in exporter.get_finished_spans() if s.name.startswith("chat")]
 
 
-@pytest.mark.parametrize("order", ["instrumented before wrap", "instrumented after wrap"])
+@pytest.mark.parametrize("order", ORDERS)
 @pytest.mark.parametrize("entry", sorted(SYNC_ENTRIES))
 def test_every_sync_entry_point_with_the_openai_instrumentation(
     server: LocalServer, exporter: InMemorySpanExporter, entry: str, order: str
@@ -64,22 +67,15 @@ def test_every_sync_entry_point_with_the_openai_instrumentation(
     if entry in BROKEN_BY_THE_INSTRUMENTATION:
         pytest.skip("the instrumentation replaces this response, with or without toolstitch")
     server.enqueue(StreamScript(seed_stream(), fragment=7))
-    if order == "instrumented before wrap":
-        instrument(exporter)
-        client = ts.wrap(server.client())
-    else:
-        client = ts.wrap(server.client())
-        instrument(exporter)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", UnstitchedStreamWarning)
-        stream = SYNC_ENTRIES[entry](client)
+    client = wrapped_in_order(server.client(), order, instrument(exporter))
+    stream = stitched(SYNC_ENTRIES[entry], client)
     assert [c.parsed for c in stream.tool_calls] == EXPECTED
     assert [c.status for c in stream.tool_calls] == ["ready", "ready"]
     (span,) = chat_spans(exporter)  # one request, instrumented once
     assert span.attributes["gen_ai.response.id"] == "chatcmpl-test"  # read from the chunks it saw
 
 
-@pytest.mark.parametrize("order", ["instrumented before wrap", "instrumented after wrap"])
+@pytest.mark.parametrize("order", ORDERS)
 @pytest.mark.parametrize("entry", sorted(ASYNC_ENTRIES))
 async def test_every_async_entry_point_with_the_openai_instrumentation(
     server: LocalServer, exporter: InMemorySpanExporter, entry: str, order: str
@@ -87,14 +83,7 @@ async def test_every_async_entry_point_with_the_openai_instrumentation(
     if entry in BROKEN_BY_THE_INSTRUMENTATION:
         pytest.skip("the instrumentation replaces this response, with or without toolstitch")
     server.enqueue(StreamScript(seed_stream(), fragment=7))
-    if order == "instrumented before wrap":
-        instrument(exporter)
-        client = ts.wrap(server.async_client())
-    else:
-        client = ts.wrap(server.async_client())
-        instrument(exporter)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", UnstitchedStreamWarning)
-        stream = await ASYNC_ENTRIES[entry](client)
+    client = wrapped_in_order(server.async_client(), order, instrument(exporter))
+    stream = await astitched(ASYNC_ENTRIES[entry], client)
     assert [c.status for c in stream.tool_calls] == ["ready", "ready"]
     assert len(chat_spans(exporter)) == 1

@@ -26,7 +26,8 @@ reading a streamed response's body as bytes or text, a helper stream without ``_
 returned as it is, with one ``UnstitchedStreamWarning`` per client and path.
 
 The wrapped client and every object on those paths are :class:`~._proxy.Proxy` objects:
-``isinstance`` holds for the SDK's classes, intercepted methods keep the SDK's name, docstring and
+``isinstance`` holds for the SDK's classes (and the wrapped client's ``type()`` is a subclass of the
+client's class, whose attributes it reads from the client), intercepted methods keep the SDK's name, docstring and
 signature, and the client is a context manager (async: an async one) that gives the wrapper and
 closes the client.
 
@@ -414,8 +415,19 @@ class WrappedClient(Proxy):
 
     @staticmethod
     def _of(client: Any, opts: _Options) -> WrappedClient:
-        """The twin that fits ``client``."""
-        return _AsyncWrappedClient(client, opts) if opts.is_async else _SyncWrappedClient(client, opts)
+        """The twin that fits ``client``, as an instance of a subclass of ``type(client)`` too."""
+        twin = _AsyncWrappedClient if opts.is_async else _SyncWrappedClient
+        cls: type[WrappedClient] = _subclassing(twin, type(client))
+        return cls(client, opts)
+
+    def __getattribute__(self, name: str) -> Any:
+        # The class also derives from the SDK's client class (see _subclassing), whose methods and
+        # properties would otherwise run on the proxy itself: every name toolstitch does not define
+        # is the client's own, read from the client (so a method patched on the client, as
+        # logfire's instrument_openai patches ``request``, is the one that runs).
+        if name in _own_names(type(self)):
+            return object.__getattribute__(self, name)
+        return getattr(object.__getattribute__(self, "_target"), name)
 
     @property
     def chat(self) -> Any:
@@ -484,6 +496,51 @@ class _AsyncWrappedClient(WrappedClient):
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> Any:
         return await self._target.__aexit__(exc_type, exc, tb)
+
+
+#: Class attributes every class has, which are the client's to answer, not the proxy's.
+_NOT_OWN = frozenset({"__doc__", "__module__", "__qualname__", "__dict__", "__weakref__", "__slots__"})
+
+
+_OWN_NAMES: dict[type, frozenset[str]] = {}
+_SUBCLASSES: dict[tuple[type, type], type[WrappedClient]] = {}
+
+
+def _own_names(cls: type) -> frozenset[str]:
+    """The names toolstitch's own classes in ``cls``'s MRO define (the proxy answers them)."""
+    own = _OWN_NAMES.get(cls)
+    if own is None:
+        names: set[str] = set()
+        for klass in cls.__mro__:
+            if issubclass(klass, Proxy):
+                names.update(vars(klass))
+        own = _OWN_NAMES[cls] = frozenset(names - _NOT_OWN)
+    return own
+
+
+def _subclassing(twin: type[WrappedClient], sdk_class: type) -> type[WrappedClient]:
+    """``twin``, derived from ``sdk_class`` too, so that ``type(wrapped)`` is a subclass of the
+    client's class: code that checks the class rather than the instance (logfire's
+    ``instrument_openai`` asserts ``issubclass(type(client), openai.OpenAI)``) accepts the wrapper.
+    The SDK class's ``__init__`` never runs: the instance holds nothing of its own, and
+    :meth:`WrappedClient.__getattribute__` reads every SDK attribute from the wrapped client.
+
+    A client class that cannot be combined with the proxy (a subclass with ``__slots__`` of its
+    own, an ``__init_subclass__`` that wants arguments) keeps ``twin`` alone: ``isinstance`` still
+    holds through ``__class__``, only ``type()`` checks do not. Made once per pair (a race makes
+    two equal classes, both right)."""
+    combined = _SUBCLASSES.get((twin, sdk_class))
+    if combined is None:
+        try:
+            combined = type(
+                f"Wrapped{sdk_class.__name__}",
+                (twin, sdk_class),
+                {"__slots__": (), "__module__": __name__, "__doc__": twin.__doc__},
+            )
+        except Exception:
+            combined = twin
+        _SUBCLASSES[twin, sdk_class] = combined
+    return combined
 
 
 @overload
