@@ -5,9 +5,10 @@ object), and claims that object's class: ``proxy.__class__`` is the SDK class, s
 ``isinstance(ts.wrap(client), openai.OpenAI)`` holds, as it does for a ``wrapt.ObjectProxy``
 (``isinstance`` falls back to ``__class__`` when the proxy's own type is not a subclass).
 ``type(proxy)`` stays the proxy's own class, except for the wrapped client, whose class also derives
-from the SDK client's class (``_wrap._subclassing``: logfire checks ``type(client)``). It is written out here rather than taken from
-``wrapt``: twenty lines, and ``wrapt.ObjectProxy`` would forward ``__enter__`` to the client
-(``with ts.wrap(c) as x`` must give the wrapper), so most of what it brings would be overridden.
+from the SDK client's class (``_wrap._subclassing``: logfire checks ``type(client)``). It is written
+out here rather than taken from ``wrapt``: twenty lines, and ``wrapt.ObjectProxy`` would forward
+``__enter__`` to the client (``with ts.wrap(c) as x`` must give the wrapper), so most of what it
+brings would be overridden.
 
 :func:`like` gives an intercepting function the SDK method's name, docstring and signature
 (``functools.wraps``, so ``inspect.signature`` follows ``__wrapped__`` to the SDK's own method).

@@ -27,9 +27,12 @@ returned as it is, with one ``UnstitchedStreamWarning`` per client and path.
 
 The wrapped client and every object on those paths are :class:`~._proxy.Proxy` objects:
 ``isinstance`` holds for the SDK's classes (and the wrapped client's ``type()`` is a subclass of the
-client's class, whose attributes it reads from the client), intercepted methods keep the SDK's name, docstring and
-signature, and the client is a context manager (async: an async one) that gives the wrapper and
-closes the client.
+client's class, whose attributes it reads from the client), intercepted methods keep the SDK's name,
+docstring and signature, and the client is a context manager (async: an async one) that gives the
+wrapper and closes the client.
+
+The client's own low-level ``post(...)`` and ``request(...)`` stitch a streamed chat-completions
+call too, and warn once for one they cannot (see ``_lowlevel``).
 
 ``wrap(client, record="dir/")`` records every stream to its own JSONL file in ``dir/`` (see
 ``_recording``); recording is off by default.
@@ -65,7 +68,9 @@ from ..core._limits import Limits
 from ..core._seal import offered_tools, requested_choice
 from ..errors import UnstitchedStreamWarning
 from ..recording._recorder import Redact, recording_path, redact_parts
+from . import _lowlevel
 from ._fast import Decode, install
+from ._lowlevel import streaming
 from ._proxy import Proxy, like, proxied_stream
 from ._responses import (
     AsyncHelperManager,
@@ -154,8 +159,9 @@ class _Options:
         self.unstitched(path, f"the SDK returned a {type(sdk_result).__name__}, not an openai.Stream")
         return sdk_result
 
-    def unstitched(self, path: str, why: str) -> None:
-        """Warn, once per wrapped client (and its copies) and path, that ``path`` is not stitched."""
+    def unstitched(self, path: str, why: str, stacklevel: int = 4) -> None:
+        """Warn, once per wrapped client (and its copies) and path, that ``path`` is not stitched
+        (``stacklevel``: how far up the caller's frame is, counted from here)."""
         if path in self._warned:
             return
         self._warned.add(path)
@@ -163,7 +169,7 @@ class _Options:
             f"toolstitch could not stitch {path}: {why}. The SDK's object is returned as it is: its "
             "tool calls are not merged, checked or given a status.",
             UnstitchedStreamWarning,
-            stacklevel=4,
+            stacklevel=stacklevel,
         )
 
     def accumulator(self, request: Mapping[str, Any], started_at: float) -> Accumulator:
@@ -217,16 +223,6 @@ def _read_request(kwargs: dict[str, Any]) -> tuple[dict[str, Any], float]:
     return kwargs, started
 
 
-def _streaming(kwargs: Mapping[str, Any]) -> bool:
-    """Whether the SDK will stream: it reads ``stream or False`` (its "not given" sentinels are
-    falsy), so the same truth test decides here. A value whose truth cannot be read is left to the
-    SDK to refuse."""
-    try:
-        return bool(kwargs.get("stream"))
-    except Exception:
-        return False
-
-
 def _creator(sdk_create: Any, awaits: bool, on_stream: Callable[[Any, dict[str, Any], float], Any]) -> Any:
     """``create`` as the SDK defines it (name, docstring, signature), except that a streamed
     request goes through :func:`_read_request` and its result through ``on_stream``. ``awaits``:
@@ -234,7 +230,7 @@ def _creator(sdk_create: Any, awaits: bool, on_stream: Callable[[Any, dict[str, 
     if awaits:
 
         async def acreate(*args: Any, **kwargs: Any) -> Any:
-            if not _streaming(kwargs):
+            if not streaming(kwargs):
                 return await sdk_create(*args, **kwargs)
             request, started = _read_request(kwargs)
             return on_stream(await sdk_create(*args, **request), request, started)
@@ -242,7 +238,7 @@ def _creator(sdk_create: Any, awaits: bool, on_stream: Callable[[Any, dict[str, 
         return like(sdk_create, acreate)
 
     def create(*args: Any, **kwargs: Any) -> Any:
-        if not _streaming(kwargs):
+        if not streaming(kwargs):
             return sdk_create(*args, **kwargs)
         request, started = _read_request(kwargs)
         return on_stream(sdk_create(*args, **request), request, started)
@@ -449,6 +445,14 @@ class WrappedClient(Proxy):
     @property
     def with_streaming_response(self) -> Any:
         return _StreamingClient(self._target.with_streaming_response, self._opts)
+
+    @property
+    def post(self) -> Any:
+        return _lowlevel.post(self._opts, self._target)
+
+    @property
+    def request(self) -> Any:
+        return _lowlevel.request(self._opts, self._target)
 
     @property
     def with_options(self) -> Any:
