@@ -246,6 +246,14 @@ def _client_streaming(client: Any) -> Any:
     return stream
 
 
+@_entry("chat.with_streaming_response")
+def _chat_streaming(client: Any) -> Any:
+    with client.chat.with_streaming_response.completions.create(**ARGS, stream=True) as response:
+        stream = response.parse()
+        stream.until_done()
+    return stream
+
+
 @_entry("stream helper")
 def _helper(client: Any) -> Any:
     if not HAS_HELPER:
@@ -319,6 +327,20 @@ async def _araw(client: Any) -> Any:
 async def _aclient_raw(client: Any) -> Any:
     raw = await client.with_raw_response.chat.completions.create(**ARGS, stream=True)
     return await raw.parse().until_done()
+
+
+@_aentry("chat.with_raw_response")
+async def _achat_raw(client: Any) -> Any:
+    raw = await client.chat.with_raw_response.completions.create(**ARGS, stream=True)
+    return await raw.parse().until_done()
+
+
+@_aentry("chat.with_streaming_response")
+async def _achat_streaming(client: Any) -> Any:
+    async with client.chat.with_streaming_response.completions.create(**ARGS, stream=True) as response:
+        stream = await response.parse()
+        await stream.until_done()
+    return stream
 
 
 @_aentry("with_streaming_response")

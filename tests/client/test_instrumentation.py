@@ -52,6 +52,7 @@ BROKEN_BY_THE_INSTRUMENTATION = {
     "with_raw_response",
     "with_streaming_response",
     "client.with_streaming_response",
+    "chat.with_streaming_response",
 }
 
 

@@ -27,7 +27,7 @@ import pytest
 
 import toolstitch as ts
 from tests.client.instrumented import AFTER, BEFORE, ORDERS, astitched, stitched, wrapped_in_order
-from tests.client.test_dropin import ARGS, ASYNC_ENTRIES, EXPECTED, HAS_HELPER, SYNC_ENTRIES
+from tests.client.test_dropin import ARGS, ASYNC_ENTRIES, CLIENTS, EXPECTED, HAS_HELPER, SYNC_ENTRIES
 from tests.core.test_accumulator import seed_stream
 from toolstitch.testing import LocalServer, StreamScript
 
@@ -133,6 +133,21 @@ async def test_every_async_entry_point_with_logfire(
     assert [c.status for c in stream.tool_calls] == ["ready", "ready"]
     (request,) = capture.requests()
     assert request.attributes["async"] is True
+    assert tool_calls_logged(capture) == EXPECTED
+
+
+@pytest.mark.parametrize("kind", sorted(CLIENTS))
+async def test_every_client_class_instrumented_after_wrap(
+    server: LocalServer, capture: Capture, kind: str
+) -> None:
+    server.enqueue(StreamScript(seed_stream(), fragment=7))
+    wrapped = wrapped_in_order(CLIENTS[kind](server), AFTER, capture.instrument)
+    if "Async" in kind:
+        stream = await astitched(ASYNC_ENTRIES["create"], wrapped)
+    else:
+        stream = stitched(SYNC_ENTRIES["create"], wrapped)
+    assert [c.status for c in stream.tool_calls] == ["ready", "ready"]
+    assert len(capture.requests()) == 1
     assert tool_calls_logged(capture) == EXPECTED
 
 
