@@ -156,3 +156,22 @@ def test_each_type_agrees_with_every_draft() -> None:
         for value in accepted:
             for cls in drafts:
                 assert cls({"type": name}).is_valid(value), (name, value, cls.__name__)
+
+
+def test_a_quick_check_that_fails_leaves_the_verdict_to_jsonschema(monkeypatch: Any) -> None:
+    """Fail closed: if the quick predicate itself raises, jsonschema still decides (yes and no)."""
+    from toolstitch.core import _schema
+
+    def broken(schema: Any) -> Any:
+        def check(value: Any) -> bool:
+            raise RuntimeError("quick check broke")
+
+        return check
+
+    monkeypatch.setattr(_schema, "compile_quick", broken)
+    monkeypatch.setattr(_schema, "_quick_cache", {})
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    checks = _schema.ToolSchemas([{"type": "function", "function": {"name": "f", "parameters": schema}}])
+    assert checks.check("f", {"n": 1}, '{"n": 1}') is None
+    refused = checks.check("f", {"n": "1"}, '{"n": "1"}')
+    assert isinstance(refused, ts.errors.SchemaViolation)

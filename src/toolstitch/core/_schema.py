@@ -93,11 +93,14 @@ class ToolSchemas:
                 message = f"the schema of {name!r} is not a valid JSON Schema: {problem}"
                 return SchemaViolation(message, raw=raw, errors=[f"(schema): {problem}"])
             self._validators[name] = validator
-        quick = self._quick.get(name)
-        if quick is None:
-            quick = self._quick[name] = _quick_for(validator)
-        if quick(arguments):
-            return None  # a yes from the quick check is a yes from jsonschema (``_schema_quick.py``)
+        try:
+            quick = self._quick.get(name)
+            if quick is None:
+                quick = self._quick[name] = _quick_for(validator)
+            if quick(arguments):
+                return None  # a yes from the quick check is a yes from jsonschema (``_schema_quick.py``)
+        except Exception:  # never a verdict: jsonschema below decides (fail closed)
+            pass
         try:
             errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
         except Exception as exc:
