@@ -39,6 +39,25 @@ ROOT = Path(__file__).resolve().parent.parent
 TRANSCRIPTS = ROOT.parent / "shared" / "transcripts"
 
 
+def field_paths(
+    value: Any, max_depth: int | None = None, prefix: tuple[Any, ...] = ()
+) -> list[tuple[Any, ...]]:
+    """Every key/index path inside a JSON-like value (for tests that put hostile values in place of
+    fields), down to ``max_depth`` levels (all levels by default)."""
+    found: list[tuple[Any, ...]] = []
+    if max_depth is not None and len(prefix) > max_depth:
+        return found
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found.append((*prefix, key))
+            found.extend(field_paths(item, max_depth, (*prefix, key)))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            found.append((*prefix, i))
+            found.extend(field_paths(item, max_depth, (*prefix, i)))
+    return found
+
+
 def offered(names: Iterable[str]) -> list[dict[str, Any]]:
     """Function tools with these names and no schema, for a request that must offer the tools its
     stream calls (a request offering none refuses every call) while a test is about something else."""

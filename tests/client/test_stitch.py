@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict
 
 import toolstitch as ts
 from tests.conftest import WEATHER_TOOLS as TOOLS
-from tests.conftest import examples, offered
+from tests.conftest import examples, field_paths, offered
 from tests.core.test_accumulator import seed_stream
 from toolstitch.client._fast import same_value
 from toolstitch.testing import LocalServer, StreamScript, chunk, tool_call_chunks
@@ -196,19 +196,6 @@ HOSTILE: list[Any] = [
 ]  # fmt: skip
 
 
-def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    found: list[tuple[Any, ...]] = []
-    if isinstance(value, dict):
-        for key, item in value.items():
-            found.append((*prefix, key))
-            found.extend(_paths(item, (*prefix, key)))
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            found.append((*prefix, i))
-            found.extend(_paths(item, (*prefix, i)))
-    return found
-
-
 def mutate(chunks: list[Any], data: st.DataObject) -> list[Any]:
     """Hostile values in place of fields, chunks that are not objects, chunks dropped or repeated."""
     chunks = copy.deepcopy(chunks)
@@ -221,8 +208,8 @@ def mutate(chunks: list[Any], data: st.DataObject) -> list[Any]:
             del chunks[i]
         elif kind == "repeat":
             chunks.insert(i, copy.deepcopy(chunks[i]))
-        elif isinstance(chunks[i], dict) and _paths(chunks[i]):
-            path = data.draw(st.sampled_from(_paths(chunks[i])))
+        elif isinstance(chunks[i], dict) and field_paths(chunks[i]):
+            path = data.draw(st.sampled_from(field_paths(chunks[i])))
             parent = chunks[i]
             for step in path[:-1]:
                 parent = parent[step]

@@ -18,7 +18,7 @@ from openai.types.chat import ChatCompletion
 
 import toolstitch as ts
 from tests.conftest import WEATHER_TOOLS as TOOLS
-from tests.conftest import examples
+from tests.conftest import examples, field_paths
 from toolstitch.testing import JSONReply, LocalServer, StreamScript, tool_call_chunks
 
 MESSAGES = [{"role": "user", "content": "Weather in Oslo and Rome?"}]
@@ -148,19 +148,6 @@ HOSTILE: list[Any] = [
 ]  # fmt: skip
 
 
-def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    found: list[tuple[Any, ...]] = []
-    if isinstance(value, dict):
-        for key, item in value.items():
-            found.append((*prefix, key))
-            found.extend(_paths(item, (*prefix, key)))
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            found.append((*prefix, i))
-            found.extend(_paths(item, (*prefix, i)))
-    return found
-
-
 SCHEMAS = {t["function"]["name"]: t["function"]["parameters"] for t in TOOLS}
 
 
@@ -169,7 +156,7 @@ SCHEMAS = {t["function"]["name"]: t["function"]["parameters"] for t in TOOLS}
 def test_hostile_completions_never_raise_and_never_make_a_wrong_call_ready(data: st.DataObject) -> None:
     body = copy.deepcopy(TWO)
     for _ in range(data.draw(st.integers(1, 4))):
-        paths = _paths(body)
+        paths = field_paths(body)
         if not paths:
             break
         path = data.draw(st.sampled_from(paths))

@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import toolstitch as ts
-from tests.conftest import TRANSCRIPTS, examples
+from tests.conftest import TRANSCRIPTS, examples, field_paths
 
 
 def _load() -> list[tuple[str, list[Any], list[Any] | None]]:
@@ -69,21 +69,6 @@ HOSTILE: list[Any] = [
 ]  # fmt: skip
 
 
-def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    found: list[tuple[Any, ...]] = []
-    if len(prefix) > 8:
-        return found
-    if isinstance(value, dict):
-        for key, item in value.items():
-            found.append((*prefix, key))
-            found.extend(_paths(item, (*prefix, key)))
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            found.append((*prefix, i))
-            found.extend(_paths(item, (*prefix, i)))
-    return found
-
-
 def _mutate(chunks: list[Any], data: st.DataObject) -> list[Any]:
     chunks = copy.deepcopy(chunks)
     for _ in range(data.draw(st.integers(1, 4))):
@@ -101,7 +86,7 @@ def _mutate(chunks: list[Any], data: st.DataObject) -> list[Any]:
         if kind == "cut":
             chunks = chunks[:i]
             continue
-        paths = _paths(chunks[i])
+        paths = field_paths(chunks[i], 8)
         if not paths:
             continue
         path = data.draw(st.sampled_from(paths))
