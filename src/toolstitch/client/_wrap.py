@@ -287,16 +287,6 @@ class _Completions(Proxy):
     def with_streaming_response(self) -> Any:
         return _StreamingCompletions(self._target.with_streaming_response, self._opts)
 
-    @property
-    def with_options(self) -> Any:
-        sdk_with_options = self._target.with_options
-        opts = self._opts
-
-        def with_options(*args: Any, **kwargs: Any) -> Any:
-            return _Completions(sdk_with_options(*args, **kwargs), opts)
-
-        return like(sdk_with_options, with_options)
-
 
 class _RawCompletions(Proxy):
     """``chat.completions.with_raw_response``: a streamed ``create`` gives the SDK's raw response,
