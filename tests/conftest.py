@@ -1,7 +1,8 @@
 """Shared test settings and fixtures for every layer's tests.
 
-Hypothesis: the default ``dev`` profile is fast (few examples, so ``./dev test`` stays around a
-minute); ``.ci/run`` sets ``HYPOTHESIS_PROFILE=ci``, which is derandomized (repeatable) and thorough.
+Hypothesis: the default ``dev`` profile is fast (few examples; ``./dev test`` takes about three
+minutes on a warm 2-core machine, most of it real HTTP, processes and a browser); ``.ci/run`` sets
+``HYPOTHESIS_PROFILE=ci``, which is derandomized (repeatable) and thorough.
 
 ``server`` is the project's local OpenAI-compatible server (:mod:`toolstitch.testing`) on a free
 loopback port, for tests that drive the real ``openai`` client over real HTTP.
