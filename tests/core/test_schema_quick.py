@@ -169,7 +169,7 @@ def test_a_quick_check_that_fails_leaves_the_verdict_to_jsonschema(monkeypatch: 
         return check
 
     monkeypatch.setattr(_schema, "compile_quick", broken)
-    monkeypatch.setattr(_schema, "_quick_cache", {})
+    monkeypatch.setattr(_schema, "_cache", {})
     schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
     checks = _schema.ToolSchemas([{"type": "function", "function": {"name": "f", "parameters": schema}}])
     assert checks.check("f", {"n": 1}, '{"n": 1}') is None

@@ -31,12 +31,11 @@ def _as_mapping(tool: Any) -> Mapping[str, Any] | None:
 class ToolSchemas:
     """The tools of one request, by name, with their parameter schemas."""
 
-    __slots__ = ("_quick", "_schemas", "_strict", "_validators")
+    __slots__ = ("_schemas", "_strict", "_validators")
 
     def __init__(self, tools: Iterable[Any]) -> None:
         self._schemas: dict[str, Mapping[str, Any] | None] = {}
-        self._validators: dict[str, Any] = {}
-        self._quick: dict[str, Check] = {}
+        self._validators: dict[str, tuple[Any, Check]] = {}
         self._strict: set[str] = set()
         for tool in tools:
             spec = _as_mapping(tool)
@@ -84,19 +83,18 @@ class ToolSchemas:
         schema = self._schemas[name]
         if schema is None:
             return None
-        validator = self._validators.get(name)
-        if validator is None:
-            validator, problem = _validator(schema)
+        found = self._validators.get(name)
+        if found is None:
+            validator, problem, quick = _validator(schema)
             if problem is not None:
                 # Not a valid JSON Schema: nothing can be checked against it, so no call of this tool
                 # becomes ready on the strength of it (fail closed, like a schema that cannot run).
                 message = f"the schema of {name!r} is not a valid JSON Schema: {problem}"
                 return SchemaViolation(message, raw=raw, errors=[f"(schema): {problem}"])
-            self._validators[name] = validator
+            self._validators[name] = (validator, quick)
+        else:
+            validator, quick = found
         try:
-            quick = self._quick.get(name)
-            if quick is None:
-                quick = self._quick[name] = _quick_for(validator)
             if quick(arguments):
                 return None  # a yes from the quick check is a yes from jsonschema (``_schema_quick.py``)
         except Exception:  # never a verdict: jsonschema below decides (fail closed)
@@ -122,12 +120,15 @@ class ToolSchemas:
 
 
 _CACHE_SIZE = 256
-_cache: dict[str, tuple[Any, str | None]] = {}
+_Built = tuple[Any, str | None, Check]
+_cache: dict[str, _Built] = {}
 _cache_lock = threading.Lock()
 
 
-def _validator(schema: Mapping[str, Any]) -> tuple[Any, str | None]:
-    """``(validator, None)`` for a valid schema, ``(None, why)`` for one that is not a JSON Schema.
+def _validator(schema: Mapping[str, Any]) -> _Built:
+    """``(validator, None, quick)`` for a valid schema, ``(None, why, _never)`` for one that is not
+    a JSON Schema. ``quick`` is the schema's quick check (``_schema_quick.py``; ``_never`` outside
+    its subset), compiled from the validator's own copy of the schema.
 
     Checking a schema against its metaschema costs milliseconds, far more than validating a call:
     a process that streams the same tools again and again (every request of an agent) builds each
@@ -152,9 +153,9 @@ def _validator(schema: Mapping[str, Any]) -> tuple[Any, str | None]:
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     try:
         cls.check_schema(schema)
-        built: tuple[Any, str | None] = (cls(schema), None)
+        built: _Built = (cls(schema), None, compile_quick(schema) or _never)
     except jsonschema.SchemaError as exc:
-        built = (None, exc.message)
+        built = (None, exc.message, _never)
     if key is not None:
         with _cache_lock:
             if len(_cache) >= _CACHE_SIZE:
@@ -163,25 +164,8 @@ def _validator(schema: Mapping[str, Any]) -> tuple[Any, str | None]:
     return built
 
 
-_quick_cache: dict[int, tuple[Any, Check]] = {}
-
-
 def _never(value: Any) -> bool:
     return False
-
-
-def _quick_for(validator: Any) -> Check:
-    """The quick check of a validator's schema (``_never`` outside the subset), built once per
-    cached validator: the validator holds its own copy of the schema, which no caller can change."""
-    found = _quick_cache.get(id(validator))
-    if found is not None and found[0] is validator:
-        return found[1]
-    quick = compile_quick(validator.schema) or _never
-    with _cache_lock:
-        if len(_quick_cache) >= _CACHE_SIZE:
-            del _quick_cache[next(iter(_quick_cache))]
-        _quick_cache[id(validator)] = (validator, quick)
-    return quick
 
 
 def _omitted_nullable(error: Any) -> bool:
