@@ -17,7 +17,9 @@ only: the fast path reads the clock only when it writes a timestamp.
 
 from __future__ import annotations
 
+import contextlib
 import copy
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -25,11 +27,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import toolstitch as ts
+import toolstitch.core._accumulator as accumulator_module
+import toolstitch.core._fast as fast_module
+import toolstitch.core._scanner as scanner_module
 from tests.conftest import examples
 from tests.core.test_adversarial_mutations import STREAMS, _mutate
 from tests.core.test_fuzz import LIMITS, _chunks, _sdk_object
 from tests.core.test_properties import _streams
 from toolstitch.core._events import Event
+from toolstitch.core._fast import take_common_chunk
 
 _TIMES = ("opened_at", "first_argument_at", "arguments_complete_at", "sealed_at")
 
@@ -103,7 +109,27 @@ def _state(acc: ts.Accumulator) -> Any:
     )
 
 
+@contextlib.contextmanager
+def python_only() -> Iterator[None]:
+    """Run the Python fast path and scanner (the references) even where the compiled twins
+    (``_speedups.c``) are built."""
+    saved = accumulator_module.take_chunk, scanner_module._native_scan
+    accumulator_module.take_chunk = take_common_chunk
+    scanner_module._native_scan = None
+    try:
+        yield
+    finally:
+        accumulator_module.take_chunk, scanner_module._native_scan = saved
+
+
+NATIVE = fast_module.take_chunk is not take_common_chunk
+"""The compiled fast path is in use (built, and not switched off)."""
+
+
 def _run(chunks: list[Any], mode: str, error: bool = False, **options: Any) -> Any:
+    if mode.endswith("-python"):
+        with python_only():
+            return _run(chunks, mode.removesuffix("-python"), error, **options)
     acc = ts.Accumulator(**options)
     if mode == "general":
         acc._fast_path = False
@@ -123,13 +149,16 @@ def _run(chunks: list[Any], mode: str, error: bool = False, **options: Any) -> A
 
 
 def check_same(chunks: list[Any], error: bool = False, **options: Any) -> None:
-    """Feed ``chunks`` through every path (the same objects: the accumulator never changes a chunk)."""
+    """Feed ``chunks`` through every path (the same objects: the accumulator never changes a chunk):
+    the general path, the fast path with and without events, and, where the compiled twins are
+    built, the Python fast path too (its reference)."""
     general, general_events = _run(chunks, "general", error, **options)
-    fast, fast_events = _run(chunks, "fast", error, **options)
-    quiet, _ = _run(chunks, "quiet", error, **options)
-    assert fast == general
-    assert fast_events == general_events
-    assert quiet == general
+    for suffix in ("", "-python") if NATIVE else ("",):
+        fast, fast_events = _run(chunks, "fast" + suffix, error, **options)
+        quiet, _ = _run(chunks, "quiet" + suffix, error, **options)
+        assert fast == general
+        assert fast_events == general_events
+        assert quiet == general
 
 
 def _as_objects(chunks: list[Any]) -> list[Any]:
@@ -210,10 +239,8 @@ def test_cumulative_resends_read_the_same_on_both_paths(
 
 def test_the_common_shape_takes_the_fast_path() -> None:
     """The test above compares something: plain continuation chunks are taken by the fast path."""
-    import toolstitch.core._accumulator as accumulator_module
-
     taken = 0
-    original = accumulator_module.take_common_chunk
+    original = accumulator_module.take_chunk
 
     def counting(acc: Any, chunk: Any, want_events: bool) -> Any:
         nonlocal taken
@@ -223,7 +250,7 @@ def test_the_common_shape_takes_the_fast_path() -> None:
 
     calls = [(f"call_{i}", "f", '{"a": "' + "x" * 40 + '", "b": [1, 2]}') for i in range(3)]
     chunks = ts.testing.tool_call_chunks(calls, pieces=10)
-    accumulator_module.take_common_chunk = counting  # type: ignore[assignment]
+    accumulator_module.take_chunk = counting  # type: ignore[assignment]
     try:
         for stream in (chunks, _as_objects(chunks)):
             taken = 0
@@ -233,7 +260,7 @@ def test_the_common_shape_takes_the_fast_path() -> None:
             assert all(c.ready for c in acc.tool_calls)
             assert taken >= 20, taken
     finally:
-        accumulator_module.take_common_chunk = original
+        accumulator_module.take_chunk = original
 
 
 _STRING_TEXT = st.lists(

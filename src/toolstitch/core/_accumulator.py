@@ -39,6 +39,7 @@ from pydantic import BaseModel, ValidationError
 from ..errors import IncompleteStreamError, InternalFault, LimitExceeded, MalformedArguments, MalformedChunk
 from ._anomaly import Anomaly, AnomalyCode
 from ._call import ToolCall, now, push, text_size, timings_dict
+from ._choice import ChoiceState
 from ._events import (
     AnomalyRecorded,
     ArgumentsComplete,
@@ -55,11 +56,11 @@ from ._events import (
     ToolCallReady,
     ToolCallStarted,
 )
-from ._fast import take_common_chunk
+from ._fast import take_chunk
 from ._limits import Limits, retained, sample
 from ._read import ChoicePiece, InBandError, ToolFragment, read_chunk, show
 from ._recover import TextToolCallRecovery
-from ._route import SKIP, CallTable, apply_identity, argument_text, ensure_ids, open_call, resolve_call
+from ._route import SKIP, apply_identity, argument_text, ensure_ids, open_call, resolve_call
 from ._seal import CallChecks
 from ._serialisable import serialisable
 
@@ -124,40 +125,6 @@ class StreamMetrics:
         )
 
 
-class _Choice:
-    """Everything accumulated for one choice."""
-
-    __slots__ = (
-        "content",
-        "extra",
-        "finish_reason",
-        "finish_reasons",
-        "first_call",
-        "index",
-        "logprobs_content",
-        "logprobs_refusal",
-        "reasoning",
-        "refusal",
-        "role",
-        "table",
-    )
-
-    def __init__(self, index: int) -> None:
-        self.index = index
-        self.role: str | None = None
-        self.content: list[str] = []
-        self.refusal: list[str] = []
-        self.reasoning: dict[str, list[str]] = {}
-        self.extra: dict[str, Any] = {}
-        self.logprobs_content: list[Any] | None = None
-        self.logprobs_refusal: list[Any] | None = None
-        self.finish_reason: str | None = None
-        self.finish_reasons: list[str] = []
-        self.table = CallTable()
-        self.first_call: ToolCall | None = None
-        """The choice's first call (by index), fixed when its calls are first sealed."""
-
-
 def _dump(value: Any) -> Any:
     """Plain data from an SDK model (once, at the end), or the value itself."""
     # The other to-plain helpers (history's to_plain, recording's plain, the loop's _plain) live in
@@ -217,7 +184,7 @@ class Accumulator:
         self._recovery = TextToolCallRecovery(tool_list) if recover_text_tool_calls else None
         self._offers_none = tool_list == []  # for check_options: a replay must refuse every call too
         self._empty_arguments: Literal["invalid", "object"] = empty_arguments  # for check_options
-        self._choices: dict[int, _Choice] = {}
+        self._choices: dict[int, ChoiceState] = {}
         self.anomalies: list[Anomaly] = []
         """Every anomaly of the stream, once per (code, choice, call)."""
         self._anomaly_keys: set[tuple[str, int | None, int | None]] = set()
@@ -304,7 +271,7 @@ class Accumulator:
             if self._fast_ready and seq is None:
                 # What ``_feed`` does first, without its layers: this is the per-chunk hot path.
                 try:
-                    taken = take_common_chunk(self, chunk, True)
+                    taken = take_chunk(self, chunk, True)
                 except Exception as exc:
                     return self._fast_fault(exc, chunk)
                 if taken is not None:
@@ -322,7 +289,7 @@ class Accumulator:
             if self._fast_ready:
                 # What ``_feed`` does first, without its layers: this is the per-chunk hot path.
                 try:
-                    taken = take_common_chunk(self, chunk, False)
+                    taken = take_chunk(self, chunk, False)
                 except Exception as exc:
                     self._fast_fault(exc, chunk)
                     return
@@ -366,7 +333,7 @@ class Accumulator:
         if self._fast_ready:
             # The common shape of a chunk (``_fast.py``); None means it is not: read it in full.
             try:
-                taken = take_common_chunk(self, chunk, want_events)
+                taken = take_chunk(self, chunk, want_events)
             except Exception as exc:
                 return self._fast_fault(exc, chunk)
             if taken is not None:
@@ -502,7 +469,7 @@ class Accumulator:
                     events,
                 )
                 return
-            state = self._choices[index] = _Choice(index)
+            state = self._choices[index] = ChoiceState(index)
         faulted = False
         try:
             self._take_text(state, piece, events, notes)
@@ -530,7 +497,7 @@ class Accumulator:
             self._contain(state, piece, sealing, events)
 
     def _contain(
-        self, state: _Choice, piece: ChoicePiece, sealing: list[ToolCall] | None, events: list[Event]
+        self, state: ChoiceState, piece: ChoicePiece, sealing: list[ToolCall] | None, events: list[Event]
     ) -> None:
         """Refuse every call this chunk touched in ``state`` (fail closed, rule 9).
 
@@ -576,7 +543,7 @@ class Accumulator:
         return [c for s in self._choices.values() for c in s.table.calls if c._status == "open"]
 
     def _take_text(
-        self, state: _Choice, piece: ChoicePiece, events: list[Event], notes: list[Anomaly]
+        self, state: ChoiceState, piece: ChoicePiece, events: list[Event], notes: list[Anomaly]
     ) -> None:
         index = state.index
         if piece.role:
@@ -601,7 +568,7 @@ class Accumulator:
         if piece.logprobs is not None:
             self._take_logprobs(state, piece.logprobs, events, notes)
 
-    def _take_extra(self, state: _Choice, extra: dict[str, Any], events: list[Event]) -> None:
+    def _take_extra(self, state: ChoiceState, extra: dict[str, Any], events: list[Event]) -> None:
         """Unknown delta fields: text is concatenated, lists extended, anything else last-wins."""
         index = state.index
         for key, value in extra.items():
@@ -628,7 +595,7 @@ class Accumulator:
                 state.extra[key] = value
 
     def _take_logprobs(
-        self, state: _Choice, logprobs: Any, events: list[Event], notes: list[Anomaly]
+        self, state: ChoiceState, logprobs: Any, events: list[Event], notes: list[Anomaly]
     ) -> None:
         index = state.index
         for field in ("content", "refusal"):
@@ -657,7 +624,7 @@ class Accumulator:
 
     def _take_fragment(
         self,
-        state: _Choice,
+        state: ChoiceState,
         frag: ToolFragment,
         t: float,
         events: list[Event],
@@ -771,7 +738,7 @@ class Accumulator:
         )
 
     def _finish(
-        self, state: _Choice, reason: str, t: float, events: list[Event], notes: list[Anomaly]
+        self, state: ChoiceState, reason: str, t: float, events: list[Event], notes: list[Anomaly]
     ) -> None:
         if self._recovery is not None and state.finish_reason is None and reason != "length":
             self._recover_text_calls(state, t, events, notes)
@@ -810,7 +777,7 @@ class Accumulator:
         events.append(ChoiceFinished(state.index, reason))
 
     def _recover_text_calls(
-        self, state: _Choice, t: float, events: list[Event], notes: list[Anomaly]
+        self, state: ChoiceState, t: float, events: list[Event], notes: list[Anomaly]
     ) -> None:
         """Opt-in (Q32): tool calls written as text in the finished content become calls."""
         if state.table.calls or not state.content:
@@ -822,7 +789,7 @@ class Accumulator:
             for frag in frags:
                 self._take_fragment(state, frag, t, events, notes)
 
-    def _seal_calls(self, state: _Choice, calls: list[ToolCall], t: float, events: list[Event]) -> None:
+    def _seal_calls(self, state: ChoiceState, calls: list[ToolCall], t: float, events: list[Event]) -> None:
         """Seal the open ``calls`` of ``state`` and check them (``_seal.py``)."""
         first = state.first_call
         if first is None and state.table.calls:
@@ -1022,7 +989,7 @@ class Accumulator:
             data["usage"] = usage
         return data
 
-    def _choice_data(self, state: _Choice, full: bool = True) -> dict[str, Any]:
+    def _choice_data(self, state: ChoiceState, full: bool = True) -> dict[str, Any]:
         """One choice of the completion. ``full=False`` (when building it in full failed) leaves out
         unknown fields and logprobs, and keeps the calls as they are: the bare message still holds
         every call, so the history stays answerable."""
@@ -1054,7 +1021,7 @@ class Accumulator:
             "logprobs": logprobs,
         }
 
-    def _ensure_ids(self, state: _Choice, calls: list[ToolCall]) -> None:
+    def _ensure_ids(self, state: ChoiceState, calls: list[ToolCall]) -> None:
         """Give every call a usable, unique id (``_route.ensure_ids``); the repairs are recorded."""
         basis = f"{self._id or ''}:{self._created}:{self._model}:{state.index}"
         for call, note in ensure_ids(calls, basis):

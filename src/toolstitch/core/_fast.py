@@ -19,8 +19,9 @@ through both paths and compares everything they produce.
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
@@ -32,14 +33,16 @@ from openai.types.chat.chat_completion_chunk import (
     ChoiceDeltaToolCallFunction,
 )
 
-from ._call import _BATCH, push
+from ._call import _BATCH, CallMetrics, ToolCall, push
+from ._choice import ChoiceState
 from ._events import ArgumentsComplete, ArgumentsMalformed, Event, arguments_delta, content_delta
-from ._route import _Chain
+from ._route import CallTable, _Chain
+from ._scanner import _native_scan
 
 if TYPE_CHECKING:
     from ._accumulator import Accumulator
 
-__all__ = ["take_common_chunk"]
+__all__ = ["take_chunk", "take_common_chunk"]
 
 # Keys a plain-dict chunk may carry for the fast path: exactly the ones whose meaning it knows.
 # Anything else is an unknown field the general path keeps (or an in-band ``error``).
@@ -289,3 +292,45 @@ def _read_dict(acc: Accumulator, chunk: dict[str, Any]) -> tuple[Any, int, Any, 
     elif tool_calls is not None and type(tool_calls) is not list:
         return None
     return state, index, dget("content"), call, text
+
+
+Take = Callable[["Accumulator", Any, bool], "Sequence[Event] | None"]
+
+
+def _load_native_take() -> Take | None:
+    """The compiled :func:`take_common_chunk` (``_speedups.c``): the same decisions and writes for
+    the SDK's own chunk objects, this function for everything else. None where it is not built,
+    where the compiled scanner is not in use, or with ``TOOLSTITCH_PURE_PYTHON`` set."""
+    if os.environ.get("TOOLSTITCH_PURE_PYTHON") or _native_scan is None:
+        return None
+    try:
+        from ._speedups import bind, take
+
+        bind(
+            Choice=ChoiceState,
+            CallTable=CallTable,
+            ToolCall=ToolCall,
+            CallMetrics=CallMetrics,
+            Chain=_Chain,
+            ChatCompletionChunk=ChatCompletionChunk,
+            SdkChoice=Choice,
+            ChoiceDelta=ChoiceDelta,
+            ChoiceDeltaToolCall=ChoiceDeltaToolCall,
+            ChoiceDeltaToolCallFunction=ChoiceDeltaToolCallFunction,
+            fallback=take_common_chunk,
+            content_delta=content_delta,
+            arguments_delta=arguments_delta,
+            ArgumentsComplete=ArgumentsComplete,
+            ArgumentsMalformed=ArgumentsMalformed,
+            none=_NONE,
+            batch=_BATCH,
+        )
+    except Exception:  # built from another version of the classes: run the Python code
+        return None
+    native: Take = take
+    return native
+
+
+take_chunk: Take = _load_native_take() or take_common_chunk
+"""What the accumulator calls for each chunk: the compiled twin when it is built, else
+:func:`take_common_chunk`. Both answer None (nothing changed) for a chunk of another shape."""
