@@ -12,6 +12,7 @@ declined, never guessed at: the tests for that are here too.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import itertools
 import os
@@ -104,7 +105,6 @@ def test_the_compiled_scanner_matches_the_python_one(text: str, cuts: list[int],
 
 
 _ODD_STATES: list[dict[str, Any]] = [
-    {"_stack": ["}", "x"]},
     {"_stack": ("}",)},
     {"_hex_left": 9},
     {"_hex_left": -1},
@@ -140,6 +140,29 @@ def test_a_scanner_state_it_does_not_read_is_declined(odd: dict[str, Any]) -> No
         assert type(exc) is outcome
     else:
         assert _slots(scanner) == outcome
+
+
+class _Closer(str):
+    def __ne__(self, other: object) -> bool:
+        return False
+
+
+@native
+@pytest.mark.parametrize("item", ["x", "]", _Closer("?"), 7])
+def test_a_stack_item_it_did_not_push_is_compared_as_python_compares_it(item: Any) -> None:
+    """Only the scanner pushes onto its stack, but an item put there by hand is read (at the
+    bracket that closes it) the way the Python code reads it, not assumed to be a closer."""
+    compiled, reference = JSONScanner(), JSONScanner()
+    for scanner in (compiled, reference):
+        scanner.feed('{"k": [')
+        scanner._stack.insert(1, item)
+    assert _scanner._native_scan is not None
+    assert _scanner._native_scan(compiled, "1]}") is True
+    reference._feed_python("1]}")
+    assert _slots(compiled) == _slots(reference)
+    compiled.feed("}]")
+    reference._feed_python("}]")
+    assert _slots(compiled) == _slots(reference)
 
 
 def test_an_unset_slot_is_declined() -> None:
@@ -282,3 +305,50 @@ def test_the_compiled_fast_path_takes_the_common_shape_and_raises_nothing() -> N
     assert taken >= len(chunks) // 2
     assert all(c.ready for c in acc.tool_calls)
     assert _run(chunks, "fast") == _run(chunks, "fast-python")
+
+
+def _mischief(kind: str) -> Any:
+    """A clock (the caller's, ``Accumulator(clock=...)``) that changes the accumulator's calls
+    while the fast path is between its decision and its writes."""
+    holder: dict[str, Any] = {}
+
+    def clock() -> float:
+        acc = holder.get("acc")
+        for call in acc.calls() if acc is not None else ():
+            if kind == "parts":
+                call._parts = ("replaced",)
+            elif kind == "delete":
+                with contextlib.suppress(AttributeError):
+                    del call._done
+            elif kind == "metrics":
+                call._metrics = None
+            elif kind == "scanner":
+                call._scanner._stack = None
+            elif kind == "reenter" and not holder.get("busy"):
+                holder["busy"] = True
+                acc.feed(holder["chunk"])
+                holder["busy"] = False
+        return 1.0
+
+    return holder, clock
+
+
+@native
+@pytest.mark.parametrize("kind", ["parts", "delete", "metrics", "scanner", "reenter"])
+@pytest.mark.parametrize("events", [True, False])
+def test_a_clock_that_changes_the_calls_meanwhile_is_survived(kind: str, events: bool) -> None:
+    """No crash and no exception out of ``feed``; a call that ends ``ready`` holds exactly the
+    text that arrived for it (anything else is refused)."""
+    chunks = _stream()
+    holder, clock = _mischief(kind)
+    acc = ts.Accumulator(clock=clock)
+    holder["acc"], holder["chunk"] = acc, chunks[4]
+    for chunk in chunks:
+        if events:
+            acc.feed(chunk)
+        else:
+            acc._feed_quiet(chunk)
+    acc.end()
+    for call in acc.calls():
+        if call.ready:
+            assert call.arguments == '{"a": "x\\"y é", "b": [1, {"c": null}]}'

@@ -313,6 +313,9 @@ scanner_fail(PyObject *scanner, PyObject *message, Py_ssize_t at)
     return 0;
 }
 
+static int scan_text(PyObject *scanner, PyObject *text, PyObject *stack, Py_ssize_t base,
+                     int in_string, int escape, int complete, Py_ssize_t hex_left);
+
 /* Scan `text` exactly as JSONScanner.feed does. 1: done; 0: declined (nothing changed: the
  * scanner's state is not what this file reads, the Python method must run); -1: error. */
 static int
@@ -332,17 +335,6 @@ scan(PyObject *scanner, PyObject *text)
         small_int(SLOT(scanner, o_s_hex_left), &hex_left) < 0 || hex_left < 0 || hex_left > 4) {
         return 0;
     }
-    /* The stack holds only "}" and "]" (what this scanner pushes); anything else is declined. */
-    Py_ssize_t depth = PyList_GET_SIZE(stack);
-    for (Py_ssize_t k = 0; k < depth; k++) {
-        PyObject *item = PyList_GET_ITEM(stack, k);
-        if (item != s_closer_brace && item != s_closer_bracket) {
-            if (!PyUnicode_CheckExact(item) || (PyUnicode_Compare(item, s_closer_brace) != 0 &&
-                                                 PyUnicode_Compare(item, s_closer_bracket) != 0)) {
-                return 0;
-            }
-        }
-    }
     Py_ssize_t n = PyUnicode_GET_LENGTH(text);
     if (error != Py_None || n == 0) {
         return set_slot_int(scanner, o_s_offset, offset + n) < 0 ? -1 : 1;
@@ -351,8 +343,21 @@ scan(PyObject *scanner, PyObject *text)
     if (set_slot_int(scanner, o_s_offset, offset + n) < 0) {
         return -1;
     }
-    int in_string = in_string_obj == Py_True, escape = escape_obj == Py_True;
-    int complete = complete_obj == Py_True;
+    /* Held until the end: replacing an old slot value below may run a __del__ that replaces the
+     * scanner's stack. */
+    Py_INCREF(stack);
+    int status = scan_text(scanner, text, stack, base, in_string_obj == Py_True,
+                           escape_obj == Py_True, complete_obj == Py_True, hex_left);
+    Py_DECREF(stack);
+    return status;
+}
+
+/* scan()'s loop, over a scanner whose state was checked. */
+static int
+scan_text(PyObject *scanner, PyObject *text, PyObject *stack, Py_ssize_t base, int in_string,
+          int escape, int complete, Py_ssize_t hex_left)
+{
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
     int was_in_string = in_string, was_escape = escape;
     Py_ssize_t was_hex_left = hex_left;
     int kind = PyUnicode_KIND(text);
@@ -491,16 +496,31 @@ scan(PyObject *scanner, PyObject *text)
             else {
                 Py_ssize_t top_at = PyList_GET_SIZE(stack) - 1;
                 PyObject *top = PyList_GET_ITEM(stack, top_at);
-                PyObject *want = PyUnicode_Compare(top, s_closer_brace) == 0 ? s_closer_brace
-                                                                             : s_closer_bracket;
                 PyObject *got = c == '}' ? s_closer_brace : s_closer_bracket;
-                if (got != want) {
-                    PyObject *message =
-                        PyUnicode_FromFormat("unexpected %R; expected %R", got, want);
+                int differs;
+                if (top == s_closer_brace || top == s_closer_bracket) {
+                    differs = top != got;
+                }
+                else { /* not what this scanner pushes: compared as Python compares it */
+                    Py_INCREF(top);
+                    differs = PyObject_RichCompareBool(got, top, Py_NE);
+                    if (differs < 0) {
+                        Py_DECREF(top);
+                        return -1;
+                    }
+                }
+                if (differs) {
+                    PyObject *message = PyUnicode_FromFormat("unexpected %R; expected %R", got, top);
+                    if (top != s_closer_brace && top != s_closer_bracket) {
+                        Py_DECREF(top);
+                    }
                     if (scanner_fail(scanner, message, base + i - 1) < 0) {
                         return -1;
                     }
                     goto done;
+                }
+                if (top != s_closer_brace && top != s_closer_bracket) {
+                    Py_DECREF(top);
                 }
                 if (PyList_SetSlice(stack, top_at, top_at + 1, NULL) < 0) {
                     return -1;
@@ -596,17 +616,6 @@ fields_of(PyObject *obj)
     return fields;
 }
 
-/* fields[key], borrowed; NULL with KeyError set when missing (the Python fast path's itemgetter). */
-static PyObject *
-field(PyObject *fields, PyObject *key)
-{
-    PyObject *value = PyDict_GetItemWithError(fields, key);
-    if (value == NULL && !PyErr_Occurred()) {
-        PyErr_SetObject(PyExc_KeyError, key);
-    }
-    return value;
-}
-
 /* text.lstrip().startswith("{") */
 static int
 starts_with_brace(PyObject *text)
@@ -682,19 +691,73 @@ events_of(PyObject *said, PyObject *delta, PyObject *closed)
     return out;
 }
 
-/* Everything decided about one SDK chunk before anything changes. Borrowed references, valid
- * while the chunk and the accumulator are (the caller holds both, and the fields dicts). */
+/* Everything decided about one SDK chunk before anything changes. Every object here is held (a
+ * strong reference, in Held) until the chunk is done: Python code that runs meanwhile (a hostile
+ * __hash__ or __bool__ in a chunk, the caller's clock) cannot free what is still used. */
 typedef struct {
     PyObject *state, *index, *content, *call, *text, *chains, *chain, *slot, *metrics, *scanner;
     Py_ssize_t content_size, size, acc_left, call_left, chars, fragments, metric_bytes;
 } Decision;
 
+#define HELD_MAX 48
+typedef struct {
+    PyObject *items[HELD_MAX];
+    int count;
+} Held;
+
+/* Keep `value` (a borrowed reference) alive until release(); returns it. */
+static inline PyObject *
+keep(Held *held, PyObject *value)
+{
+    if (value != NULL) {
+        Py_INCREF(value);
+        held->items[held->count++] = value;
+    }
+    return value;
+}
+
+/* Take ownership of a new reference (NULL passes through). */
+static inline PyObject *
+own(Held *held, PyObject *value)
+{
+    if (value != NULL) {
+        held->items[held->count++] = value;
+    }
+    return value;
+}
+
+static void
+release(Held *held)
+{
+    for (int k = 0; k < held->count; k++) {
+        Py_DECREF(held->items[k]);
+    }
+    held->count = 0;
+}
+
+/* fields[key], kept; NULL with KeyError set when missing (the Python fast path's itemgetter). */
+static PyObject *
+field(Held *held, PyObject *fields, PyObject *key)
+{
+    PyObject *value = PyDict_GetItemWithError(fields, key);
+    if (value == NULL && !PyErr_Occurred()) {
+        PyErr_SetObject(PyExc_KeyError, key);
+    }
+    return keep(held, value);
+}
+
+/* A slot's value, kept; NULL (no exception) when unset. */
+static inline PyObject *
+slot(Held *held, PyObject *obj, Py_ssize_t off)
+{
+    return keep(held, SLOT(obj, off));
+}
+
 /* 1: the common shape (d filled); 0: declined; -1: an exception to raise. Exceptions the
  * Python fast path turns into None are turned into 0 here too. */
 static int
-decide(PyObject *acc, PyObject *chunk, Decision *d, PyObject **held, int *nheld)
+decide(PyObject *acc, PyObject *chunk, Decision *d, Held *held)
 {
-#define HOLD(x) (held[(*nheld)++] = (x))
 #define DECLINE_ON_ERROR                                                                           \
     do {                                                                                           \
         PyObject *r_ = decline_or_raise();                                                         \
@@ -708,48 +771,49 @@ decide(PyObject *acc, PyObject *chunk, Decision *d, PyObject **held, int *nheld)
     if (ok <= 0) {
         return ok; /* raised (outside the Python path's try) or truthy extra */
     }
-    PyObject *fields = fields_of(chunk);
+    PyObject *fields = own(held, fields_of(chunk));
     if (fields == NULL) {
         return -1;
     }
-    HOLD(fields);
-    PyObject *usage = field(fields, k_usage), *choices;
-    if (usage == NULL || (choices = field(fields, k_choices)) == NULL) {
+    PyObject *usage = field(held, fields, k_usage), *choices;
+    if (usage == NULL || (choices = field(held, fields, k_choices)) == NULL) {
         DECLINE_ON_ERROR;
     }
     if (usage != Py_None || !PyList_CheckExact(choices) || PyList_GET_SIZE(choices) != 1) {
         return 0;
     }
+    PyObject *choice = keep(held, PyList_GET_ITEM(choices, 0));
     /* Envelope fields not kept yet must be None in this chunk (as acc._envelope_nones reads). */
-    PyObject *unset = PyObject_GetAttr(acc, n_envelope_unset);
+    PyObject *unset = own(held, PyObject_GetAttr(acc, n_envelope_unset));
     if (unset == NULL) {
         DECLINE_ON_ERROR;
     }
-    HOLD(unset);
     if (!PyTuple_CheckExact(unset)) {
         return 0;
     }
     for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(unset); k++) {
-        PyObject *value = field(fields, PyTuple_GET_ITEM(unset, k));
+        PyObject *value = PyDict_GetItemWithError(fields, PyTuple_GET_ITEM(unset, k));
         if (value == NULL) {
+            if (!PyErr_Occurred()) {
+                PyErr_SetObject(PyExc_KeyError, PyTuple_GET_ITEM(unset, k));
+            }
             DECLINE_ON_ERROR;
         }
         if (value != Py_None) {
             return 0;
         }
     }
-    PyObject *choice = PyList_GET_ITEM(choices, 0);
     if (Py_TYPE(choice) != T_SdkChoice) {
         return 0;
     }
-    PyObject *cfields = fields_of(choice);
+    PyObject *cfields = own(held, fields_of(choice));
     if (cfields == NULL) {
         DECLINE_ON_ERROR;
     }
-    HOLD(cfields);
-    PyObject *index = field(cfields, k_index), *finish = NULL, *logprobs = NULL, *delta = NULL;
-    if (index == NULL || (finish = field(cfields, k_finish_reason)) == NULL ||
-        (logprobs = field(cfields, k_logprobs)) == NULL || (delta = field(cfields, k_delta)) == NULL) {
+    PyObject *index = field(held, cfields, k_index), *finish = NULL, *logprobs = NULL, *delta = NULL;
+    if (index == NULL || (finish = field(held, cfields, k_finish_reason)) == NULL ||
+        (logprobs = field(held, cfields, k_logprobs)) == NULL ||
+        (delta = field(held, cfields, k_delta)) == NULL) {
         DECLINE_ON_ERROR;
     }
     if (finish != Py_None || logprobs != Py_None || Py_TYPE(delta) != T_Delta) {
@@ -762,29 +826,27 @@ decide(PyObject *acc, PyObject *chunk, Decision *d, PyObject **held, int *nheld)
     if (!ok) {
         return 0;
     }
-    PyObject *choices_of_acc = PyObject_GetAttr(acc, n_choices);
+    PyObject *choices_of_acc = own(held, PyObject_GetAttr(acc, n_choices));
     if (choices_of_acc == NULL) {
         DECLINE_ON_ERROR;
     }
-    HOLD(choices_of_acc);
     if (!PyDict_CheckExact(choices_of_acc)) {
         return 0;
     }
-    PyObject *state = PyDict_GetItemWithError(choices_of_acc, index);
+    PyObject *state = keep(held, PyDict_GetItemWithError(choices_of_acc, index));
     if (state == NULL && PyErr_Occurred()) {
         DECLINE_ON_ERROR;
     }
-    PyObject *dfields = fields_of(delta);
+    PyObject *dfields = own(held, fields_of(delta));
     if (dfields == NULL) {
         DECLINE_ON_ERROR;
     }
-    HOLD(dfields);
-    PyObject *role = field(dfields, k_role), *refusal = NULL, *function_call = NULL, *content = NULL,
-             *tool_calls = NULL;
-    if (role == NULL || (refusal = field(dfields, k_refusal)) == NULL ||
-        (function_call = field(dfields, k_function_call)) == NULL ||
-        (content = field(dfields, k_content)) == NULL ||
-        (tool_calls = field(dfields, k_tool_calls)) == NULL) {
+    PyObject *role = field(held, dfields, k_role), *refusal = NULL, *function_call = NULL,
+             *content = NULL, *tool_calls = NULL;
+    if (role == NULL || (refusal = field(held, dfields, k_refusal)) == NULL ||
+        (function_call = field(held, dfields, k_function_call)) == NULL ||
+        (content = field(held, dfields, k_content)) == NULL ||
+        (tool_calls = field(held, dfields, k_tool_calls)) == NULL) {
         DECLINE_ON_ERROR;
     }
     if (state == NULL || role != Py_None || refusal != Py_None || function_call != Py_None) {
@@ -793,7 +855,7 @@ decide(PyObject *acc, PyObject *chunk, Decision *d, PyObject **held, int *nheld)
     if (Py_TYPE(state) != T_Choice) {
         return 0;
     }
-    PyObject *table = SLOT(state, o_c_table);
+    PyObject *table = slot(held, state, o_c_table);
     if (table == NULL || Py_TYPE(table) != T_Table) {
         return 0;
     }
@@ -806,7 +868,7 @@ decide(PyObject *acc, PyObject *chunk, Decision *d, PyObject **held, int *nheld)
             if (PyList_GET_SIZE(tool_calls) != 1) {
                 return 0;
             }
-            PyObject *entry = PyList_GET_ITEM(tool_calls, 0);
+            PyObject *entry = keep(held, PyList_GET_ITEM(tool_calls, 0));
             if (Py_TYPE(entry) != T_Entry) {
                 return 0;
             }
@@ -817,16 +879,15 @@ decide(PyObject *acc, PyObject *chunk, Decision *d, PyObject **held, int *nheld)
             if (!ok) {
                 return 0;
             }
-            PyObject *efields = fields_of(entry);
+            PyObject *efields = own(held, fields_of(entry));
             if (efields == NULL) {
                 DECLINE_ON_ERROR;
             }
-            HOLD(efields);
-            PyObject *call_id = field(efields, k_id), *call_type = NULL, *call_index = NULL,
+            PyObject *call_id = field(held, efields, k_id), *call_type = NULL, *call_index = NULL,
                      *function = NULL;
-            if (call_id == NULL || (call_type = field(efields, k_type)) == NULL ||
-                (call_index = field(efields, k_index)) == NULL ||
-                (function = field(efields, k_function)) == NULL) {
+            if (call_id == NULL || (call_type = field(held, efields, k_type)) == NULL ||
+                (call_index = field(held, efields, k_index)) == NULL ||
+                (function = field(held, efields, k_function)) == NULL) {
                 DECLINE_ON_ERROR;
             }
             if (call_id != Py_None || call_type != Py_None || Py_TYPE(function) != T_Function) {
@@ -839,23 +900,22 @@ decide(PyObject *acc, PyObject *chunk, Decision *d, PyObject **held, int *nheld)
             if (!ok) {
                 return 0;
             }
-            PyObject *ffields = fields_of(function);
+            PyObject *ffields = own(held, fields_of(function));
             if (ffields == NULL) {
                 DECLINE_ON_ERROR;
             }
-            HOLD(ffields);
-            PyObject *name = field(ffields, k_name);
-            if (name == NULL || (text = field(ffields, k_arguments)) == NULL) {
+            PyObject *name = field(held, ffields, k_name);
+            if (name == NULL || (text = field(held, ffields, k_arguments)) == NULL) {
                 DECLINE_ON_ERROR;
             }
             if (!PyLong_CheckExact(call_index)) {
                 return 0;
             }
-            PyObject *by_index = SLOT(table, o_t_by_index);
+            PyObject *by_index = slot(held, table, o_t_by_index);
             if (by_index == NULL || !PyDict_CheckExact(by_index)) {
                 return 0;
             }
-            call = PyDict_GetItemWithError(by_index, call_index);
+            call = keep(held, PyDict_GetItemWithError(by_index, call_index));
             if (call == NULL) {
                 if (PyErr_Occurred()) {
                     DECLINE_ON_ERROR;
@@ -883,6 +943,7 @@ decide(PyObject *acc, PyObject *chunk, Decision *d, PyObject **held, int *nheld)
     d->size = 0;
     d->chain = NULL;
     d->chains = NULL;
+    d->metrics = NULL;
     if (content != Py_None && PyUnicode_GET_LENGTH(content) != 0) {
         d->content_size = utf8_size(content, 0);
         PyObject *parts = SLOT(state, o_c_content);
@@ -891,7 +952,7 @@ decide(PyObject *acc, PyObject *chunk, Decision *d, PyObject **held, int *nheld)
         }
     }
     if (call != NULL) {
-        PyObject *metrics = SLOT(call, o_k_metrics);
+        PyObject *metrics = slot(held, call, o_k_metrics);
         if (metrics == NULL || Py_TYPE(metrics) != T_Metrics ||
             small_int(SLOT(metrics, o_m_fragments), &d->fragments) < 0) {
             return 0;
@@ -903,29 +964,30 @@ decide(PyObject *acc, PyObject *chunk, Decision *d, PyObject **held, int *nheld)
         if (d->size < 0) {
             return 0; /* a lone surrogate: the general path refuses the text */
         }
-        PyObject *metrics = d->metrics, *scanner = SLOT(call, o_k_scanner), *parts = SLOT(call, o_k_parts),
-                 *done = SLOT(call, o_k_done), *first = SLOT(metrics, o_m_first_argument_at),
-                 *slot = SLOT(call, o_k_slot), *chains = SLOT(table, o_t_chains);
+        PyObject *metrics = d->metrics, *scanner = slot(held, call, o_k_scanner),
+                 *call_slot = slot(held, call, o_k_slot), *chains = slot(held, table, o_t_chains);
+        PyObject *parts = SLOT(call, o_k_parts), *done = SLOT(call, o_k_done);
         if (small_int(SLOT(call, o_k_bytes_left), &d->call_left) < 0 || d->call_left < d->size ||
             small_int(SLOT(call, o_k_chars), &d->chars) < 0 ||
             small_int(SLOT(metrics, o_m_bytes), &d->metric_bytes) < 0 || scanner == NULL ||
             Py_TYPE(scanner) != T_Scanner || parts == NULL || !PyList_CheckExact(parts) ||
-            done == NULL || !PyList_CheckExact(done) || first == NULL || slot == NULL ||
+            done == NULL || !PyList_CheckExact(done) || call_slot == NULL ||
+            !PyLong_CheckExact(call_slot) || SLOT(metrics, o_m_first_argument_at) == NULL ||
             SLOT(call, o_k_joined) == NULL || SLOT(metrics, o_m_arguments_complete_at) == NULL ||
             chains == NULL || !PyDict_CheckExact(chains)) {
             return 0;
         }
         d->scanner = scanner;
-        d->slot = slot;
+        d->slot = call_slot;
         d->chains = chains;
         if (PyDict_GET_SIZE(chains) != 0) {
-            PyObject *chain = PyDict_GetItemWithError(chains, slot);
+            PyObject *chain = keep(held, PyDict_GetItemWithError(chains, call_slot));
             if (chain == NULL && PyErr_Occurred()) {
                 DECLINE_ON_ERROR;
             }
             if (chain != NULL) {
                 PyObject *last;
-                if (Py_TYPE(chain) != T_Chain || (last = SLOT(chain, o_chain_last)) == NULL ||
+                if (Py_TYPE(chain) != T_Chain || (last = slot(held, chain, o_chain_last)) == NULL ||
                     !PyUnicode_CheckExact(last)) {
                     return 0;
                 }
@@ -943,11 +1005,10 @@ decide(PyObject *acc, PyObject *chunk, Decision *d, PyObject **held, int *nheld)
             }
         }
     }
-    PyObject *acc_left = PyObject_GetAttr(acc, n_bytes_left);
+    PyObject *acc_left = own(held, PyObject_GetAttr(acc, n_bytes_left));
     if (acc_left == NULL) {
         DECLINE_ON_ERROR;
     }
-    HOLD(acc_left);
     if (small_int(acc_left, &d->acc_left) < 0 || d->content_size + d->size > d->acc_left) {
         return 0;
     }
@@ -957,13 +1018,50 @@ decide(PyObject *acc, PyObject *chunk, Decision *d, PyObject **held, int *nheld)
     d->call = call;
     d->text = text;
     return 1;
-#undef HOLD
 #undef DECLINE_ON_ERROR
 }
 
-/* The same writes as the Python fast path, in the same order. A failure here (memory) leaves the
- * accumulator half-written: the exception reaches Accumulator._fast_fault, which refuses every
- * open call. */
+/* A slot that must hold a list (checked again here: the caller's clock, which runs between the
+ * decision and the writes, may have replaced it); NULL with an exception otherwise. */
+static PyObject *
+list_slot(PyObject *obj, Py_ssize_t off)
+{
+    PyObject *value = SLOT(obj, off);
+    if (value == NULL || !PyList_Check(value)) {
+        PyErr_SetString(PyExc_TypeError, "a list slot changed while a chunk was taken");
+        return NULL;
+    }
+    return value;
+}
+
+static int
+set_int_attr(PyObject *obj, PyObject *name, Py_ssize_t n)
+{
+    PyObject *value = PyLong_FromSsize_t(n);
+    if (value == NULL) {
+        return -1;
+    }
+    int failed = PyObject_SetAttr(obj, name, value);
+    Py_DECREF(value);
+    return failed;
+}
+
+/* acc._clock(), a new reference. */
+static PyObject *
+clock_of(PyObject *acc)
+{
+    PyObject *clock = PyObject_GetAttr(acc, n_clock);
+    if (clock == NULL) {
+        return NULL;
+    }
+    PyObject *t = PyObject_CallNoArgs(clock);
+    Py_DECREF(clock);
+    return t;
+}
+
+/* The same writes as the Python fast path, in the same order. A failure here (memory, or a
+ * caller's clock that raised or changed what was decided) leaves the accumulator half-written:
+ * the exception reaches Accumulator._fast_fault, which refuses every open call. */
 static PyObject *
 apply(PyObject *acc, Decision *d, int want_events)
 {
@@ -971,13 +1069,9 @@ apply(PyObject *acc, Decision *d, int want_events)
     PyObject *content = d->content, *text = d->text, *call = d->call;
     if (content != Py_None && PyUnicode_GET_LENGTH(content) != 0) {
         d->acc_left -= d->content_size;
-        PyObject *left = PyLong_FromSsize_t(d->acc_left);
-        if (left == NULL) {
-            return NULL;
-        }
-        int failed = PyObject_SetAttr(acc, n_bytes_left, left);
-        Py_DECREF(left);
-        if (failed < 0 || push(SLOT(d->state, o_c_content), content) < 0) {
+        PyObject *parts;
+        if (set_int_attr(acc, n_bytes_left, d->acc_left) < 0 ||
+            (parts = list_slot(d->state, o_c_content)) == NULL || push(parts, content) < 0) {
             return NULL;
         }
         if (want_events) {
@@ -994,7 +1088,7 @@ apply(PyObject *acc, Decision *d, int want_events)
         }
         return events_of(said, NULL, NULL);
     }
-    PyObject *metrics = d->metrics, *scanner = d->scanner;
+    PyObject *metrics = d->metrics, *scanner = d->scanner, *parts, *done;
     if (set_slot_int(metrics, o_m_fragments, d->fragments + 1) < 0) {
         goto fail;
     }
@@ -1014,29 +1108,14 @@ apply(PyObject *acc, Decision *d, int want_events)
             goto fail;
         }
     }
-    if (SLOT(metrics, o_m_first_argument_at) == Py_None) {
-        PyObject *clock = PyObject_GetAttr(acc, n_clock);
-        if (clock == NULL) {
-            goto fail;
-        }
-        PyObject *t = PyObject_CallNoArgs(clock);
-        Py_DECREF(clock);
-        if (set_slot(metrics, o_m_first_argument_at, t) < 0) {
-            goto fail;
-        }
-    }
-    PyObject *left = PyLong_FromSsize_t(d->acc_left - d->size);
-    if (left == NULL) {
+    if (SLOT(metrics, o_m_first_argument_at) == Py_None &&
+        set_slot(metrics, o_m_first_argument_at, clock_of(acc)) < 0) {
         goto fail;
     }
-    int failed = PyObject_SetAttr(acc, n_bytes_left, left);
-    Py_DECREF(left);
-    if (failed < 0 || set_slot_int(metrics, o_m_bytes, d->metric_bytes + d->size) < 0 ||
-        set_slot_int(call, o_k_bytes_left, d->call_left - d->size) < 0) {
-        goto fail;
-    }
-    PyObject *parts = SLOT(call, o_k_parts);
-    if (PyList_Append(parts, text) < 0) {
+    if (set_int_attr(acc, n_bytes_left, d->acc_left - d->size) < 0 ||
+        set_slot_int(metrics, o_m_bytes, d->metric_bytes + d->size) < 0 ||
+        set_slot_int(call, o_k_bytes_left, d->call_left - d->size) < 0 ||
+        (parts = list_slot(call, o_k_parts)) == NULL || PyList_Append(parts, text) < 0) {
         goto fail;
     }
     if (PyList_GET_SIZE(parts) >= batch_size) {
@@ -1044,9 +1123,9 @@ apply(PyObject *acc, Decision *d, int want_events)
         if (joined == NULL) {
             goto fail;
         }
-        failed = PyList_Append(SLOT(call, o_k_done), joined);
+        int failed = (done = list_slot(call, o_k_done)) == NULL || PyList_Append(done, joined) < 0;
         Py_DECREF(joined);
-        if (failed < 0 || PyList_SetSlice(parts, 0, PyList_GET_SIZE(parts), NULL) < 0) {
+        if (failed || PyList_SetSlice(parts, 0, PyList_GET_SIZE(parts), NULL) < 0) {
             goto fail;
         }
     }
@@ -1054,8 +1133,8 @@ apply(PyObject *acc, Decision *d, int want_events)
         set_slot_int(call, o_k_chars, d->chars + PyUnicode_GET_LENGTH(text)) < 0) {
         goto fail;
     }
-    /* The scanner reads the text (its own checks of its state come first: declined means the
-     * Python method does it). */
+    /* The scanner reads the text (declined: its state is not what scan() reads, and the Python
+     * method does it). */
     int scanned = scan(scanner, text);
     if (scanned < 0) {
         goto fail;
@@ -1068,22 +1147,16 @@ apply(PyObject *acc, Decision *d, int want_events)
         Py_DECREF(r);
     }
     PyObject *complete = SLOT(scanner, o_s_complete), *error = SLOT(scanner, o_s_error);
-    int is_complete = complete != NULL && PyObject_IsTrue(complete) == 1;
-    int has_error = error != NULL && error != Py_None;
+    int is_complete = 0, has_error = error != NULL && error != Py_None;
+    if (complete != NULL && (is_complete = PyObject_IsTrue(complete)) < 0) {
+        goto fail;
+    }
     if (is_complete || has_error) {
         if (set_slot_bool(call, o_k_fast, 0) < 0) {
             goto fail;
         }
-        if (is_complete) {
-            PyObject *clock = PyObject_GetAttr(acc, n_clock);
-            if (clock == NULL) {
-                goto fail;
-            }
-            PyObject *t = PyObject_CallNoArgs(clock);
-            Py_DECREF(clock);
-            if (set_slot(metrics, o_m_arguments_complete_at, t) < 0) {
-                goto fail;
-            }
+        if (is_complete && set_slot(metrics, o_m_arguments_complete_at, clock_of(acc)) < 0) {
+            goto fail;
         }
         if (!want_events) {
             return Py_NewRef(empty_tuple);
@@ -1092,9 +1165,15 @@ apply(PyObject *acc, Decision *d, int want_events)
             closed = PyObject_CallOneArg(ArgumentsComplete, call);
         }
         else {
-            PyObject *message = error != Py_None && PyObject_IsTrue(error) == 1 ? error : empty_str;
+            /* re-read: the clock ran since */
+            error = SLOT(scanner, o_s_error);
             PyObject *at = SLOT(scanner, o_s_error_at);
-            closed = PyObject_CallFunctionObjArgs(ArgumentsMalformed, call, message,
+            int truth = error == NULL ? 0 : PyObject_IsTrue(error);
+            if (truth < 0) {
+                goto fail;
+            }
+            closed = PyObject_CallFunctionObjArgs(ArgumentsMalformed, call,
+                                                  truth ? error : empty_str,
                                                   at == NULL ? Py_None : at, NULL);
         }
         if (closed == NULL) {
@@ -1134,10 +1213,10 @@ take(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     if (want_events < 0) {
         return NULL;
     }
-    PyObject *held[16];
-    int nheld = 0;
+    Held held;
+    held.count = 0;
     Decision d = {0};
-    int decided = decide(acc, chunk, &d, held, &nheld);
+    int decided = decide(acc, chunk, &d, &held);
     PyObject *result;
     if (decided < 0) {
         result = NULL;
@@ -1148,9 +1227,7 @@ take(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     else {
         result = apply(acc, &d, want_events);
     }
-    for (int k = 0; k < nheld; k++) {
-        Py_DECREF(held[k]);
-    }
+    release(&held);
     return result;
 }
 
