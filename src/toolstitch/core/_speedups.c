@@ -40,7 +40,8 @@ static int bound = 0, scanner_bound = 0;
 static PyTypeObject *T_Scanner, *T_Choice, *T_Table, *T_Call, *T_Metrics, *T_Chain, *T_Chunk,
     *T_SdkChoice, *T_Delta, *T_Entry, *T_Function;
 static PyObject *fallback_take; /* the Python take_common_chunk: chunks that are not SDK objects */
-static PyObject *content_delta, *arguments_delta, *ArgumentsComplete, *ArgumentsMalformed;
+static PyTypeObject *T_ContentDelta, *T_ArgumentsDelta;
+static PyObject *ArgumentsComplete, *ArgumentsMalformed;
 static PyObject *empty_tuple, *empty_str;
 static Py_ssize_t batch_size;
 
@@ -52,6 +53,8 @@ static Py_ssize_t o_c_content, o_c_finish_reason, o_c_table, o_t_by_index, o_t_c
 /* tool call */
 static Py_ssize_t o_k_fast, o_k_bytes_left, o_k_slot, o_k_chars, o_k_metrics, o_k_parts, o_k_done,
     o_k_joined, o_k_scanner;
+/* the two events nearly every chunk makes */
+static Py_ssize_t o_e_content_choice, o_e_content_text, o_e_arguments_call, o_e_arguments_text;
 /* call metrics */
 static Py_ssize_t o_m_fragments, o_m_bytes, o_m_first_argument_at, o_m_arguments_complete_at;
 
@@ -162,8 +165,8 @@ bind(PyObject *module, PyObject *args, PyObject *kwargs)
         take_type(kwargs, "ChoiceDeltaToolCall", &T_Entry) ||
         take_type(kwargs, "ChoiceDeltaToolCallFunction", &T_Function) ||
         take_object(kwargs, "fallback", &fallback_take) ||
-        take_object(kwargs, "content_delta", &content_delta) ||
-        take_object(kwargs, "arguments_delta", &arguments_delta) ||
+        take_type(kwargs, "ContentDelta", &T_ContentDelta) ||
+        take_type(kwargs, "ArgumentsDelta", &T_ArgumentsDelta) ||
         take_object(kwargs, "ArgumentsComplete", &ArgumentsComplete) ||
         take_object(kwargs, "ArgumentsMalformed", &ArgumentsMalformed) ||
         take_object(kwargs, "none", &empty_tuple) || take_object(kwargs, "batch", &batch)) {
@@ -190,7 +193,11 @@ bind(PyObject *module, PyObject *args, PyObject *kwargs)
         offset_of(T_Metrics, "fragments", &o_m_fragments) ||
         offset_of(T_Metrics, "bytes", &o_m_bytes) ||
         offset_of(T_Metrics, "first_argument_at", &o_m_first_argument_at) ||
-        offset_of(T_Metrics, "arguments_complete_at", &o_m_arguments_complete_at)) {
+        offset_of(T_Metrics, "arguments_complete_at", &o_m_arguments_complete_at) ||
+        offset_of(T_ContentDelta, "choice", &o_e_content_choice) ||
+        offset_of(T_ContentDelta, "text", &o_e_content_text) ||
+        offset_of(T_ArgumentsDelta, "call", &o_e_arguments_call) ||
+        offset_of(T_ArgumentsDelta, "text", &o_e_arguments_text)) {
         return NULL;
     }
     if (intern(&empty_str, "") || intern(&n_pydantic_extra, "__pydantic_extra__") ||
@@ -660,6 +667,20 @@ push(PyObject *parts, PyObject *text)
     return 0;
 }
 
+/* An event of two fields built as object.__new__ and the slots' setters build it (the frozen
+ * dataclass's __init__ is what it skips, as _events.content_delta / arguments_delta do). */
+static PyObject *
+new_event(PyTypeObject *type, Py_ssize_t off1, PyObject *v1, Py_ssize_t off2, PyObject *v2)
+{
+    PyObject *event = type->tp_alloc(type, 0);
+    if (event == NULL) {
+        return NULL;
+    }
+    SLOT(event, off1) = Py_NewRef(v1);
+    SLOT(event, off2) = Py_NewRef(v2);
+    return event;
+}
+
 static PyObject *
 events_of(PyObject *said, PyObject *delta, PyObject *closed)
 {
@@ -1075,7 +1096,8 @@ apply(PyObject *acc, Decision *d, int want_events)
             return NULL;
         }
         if (want_events) {
-            said = PyObject_CallFunctionObjArgs(content_delta, d->index, content, NULL);
+            said = new_event(T_ContentDelta, o_e_content_choice, d->index, o_e_content_text,
+                             content);
             if (said == NULL) {
                 return NULL;
             }
@@ -1183,7 +1205,7 @@ apply(PyObject *acc, Decision *d, int want_events)
     else if (!want_events) {
         return Py_NewRef(empty_tuple);
     }
-    delta = PyObject_CallFunctionObjArgs(arguments_delta, call, text, NULL);
+    delta = new_event(T_ArgumentsDelta, o_e_arguments_call, call, o_e_arguments_text, text);
     if (delta == NULL) {
         goto fail;
     }
