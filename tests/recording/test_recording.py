@@ -378,7 +378,8 @@ def test_a_lone_surrogate_split_by_the_provider_survives_the_round_trip(
 def test_redaction_masks_argument_and_content_text_but_keeps_the_shape(
     server: LocalServer, tmp_path: Path
 ) -> None:
-    numeric = [("call_n", "get_weather", '{"city": "Zürich", "unit": "c", "days": 12.5, "ok": true}')]
+    # A number no timestamp in the file can contain (offset_ms once read 12.52 beside a 12.5).
+    numeric = [("call_n", "get_weather", '{"city": "Zürich", "unit": "c", "days": 98765.4321, "ok": true}')]
     script = [
         chunk(delta={"role": "assistant", "content": "Secret plan"}),
         *tool_call_chunks(numeric, pieces=7),
@@ -393,14 +394,14 @@ def test_redaction_masks_argument_and_content_text_but_keeps_the_shape(
     )
     consume(stream)
     text = stream.recorder.path.read_text(encoding="utf-8")
-    assert "Zürich" not in text and "Secret" not in text and "12.5" not in text
+    assert "Zürich" not in text and "Secret" not in text and "98765.4321" not in text
     assert lines(stream.recorder.path)[0]["redacted"] == ["arguments", "content"]
 
     replayed = replay(stream.recorder.path)
     original, masked = stream.tool_calls[0], replayed.tool_calls[0]
     assert (masked.id, masked.name, masked.status) == (original.id, original.name, "ready")
     assert len(masked.arguments) == len(original.arguments)
-    assert masked.parsed == {"city": "xxxxxx", "unit": "x", "days": 11.1, "ok": True}
+    assert masked.parsed == {"city": "xxxxxx", "unit": "x", "days": 11111.1111, "ok": True}
     assert masked.metrics.fragments == original.metrics.fragments
     assert replayed.get_final_completion().choices[0].message.content == "xxxxxx xxxx"
 
