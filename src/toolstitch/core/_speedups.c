@@ -774,6 +774,22 @@ slot(Held *held, PyObject *obj, Py_ssize_t off)
     return keep(held, SLOT(obj, off));
 }
 
+/* An SDK model of exactly `type` with no extra fields: 1 with its __dict__ (held) in *fields;
+ * 0 when it is not the common shape; -1 with an exception. */
+static int
+model_fields(Held *held, PyObject *obj, PyTypeObject *type, PyObject **fields)
+{
+    if (Py_TYPE(obj) != type) {
+        return 0;
+    }
+    int ok = no_extra(obj);
+    if (ok <= 0) {
+        return ok;
+    }
+    *fields = own(held, fields_of(obj));
+    return *fields == NULL ? -1 : 1;
+}
+
 /* 1: the common shape (d filled); 0: declined; -1: an exception to raise. Exceptions the
  * Python fast path turns into None are turned into 0 here too. */
 static int
@@ -788,13 +804,10 @@ decide(PyObject *acc, PyObject *chunk, Decision *d, Held *held)
         Py_DECREF(r_);                                                                             \
         return 0;                                                                                  \
     } while (0)
-    int ok = no_extra(chunk);
+    PyObject *fields, *cfields, *dfields, *efields, *ffields;
+    int ok = model_fields(held, chunk, T_Chunk, &fields);
     if (ok <= 0) {
-        return ok; /* raised (outside the Python path's try) or truthy extra */
-    }
-    PyObject *fields = own(held, fields_of(chunk));
-    if (fields == NULL) {
-        return -1;
+        return ok; /* raised (outside the Python path's try) or not the common shape */
     }
     PyObject *usage = field(held, fields, k_usage), *choices;
     if (usage == NULL || (choices = field(held, fields, k_choices)) == NULL) {
@@ -824,11 +837,11 @@ decide(PyObject *acc, PyObject *chunk, Decision *d, Held *held)
             return 0;
         }
     }
+    /* (a choice's own extra fields are not checked: the Python fast path does not either) */
     if (Py_TYPE(choice) != T_SdkChoice) {
         return 0;
     }
-    PyObject *cfields = own(held, fields_of(choice));
-    if (cfields == NULL) {
+    if ((cfields = own(held, fields_of(choice))) == NULL) {
         DECLINE_ON_ERROR;
     }
     PyObject *index = field(held, cfields, k_index), *finish = NULL, *logprobs = NULL, *delta = NULL;
@@ -837,11 +850,10 @@ decide(PyObject *acc, PyObject *chunk, Decision *d, Held *held)
         (delta = field(held, cfields, k_delta)) == NULL) {
         DECLINE_ON_ERROR;
     }
-    if (finish != Py_None || logprobs != Py_None || Py_TYPE(delta) != T_Delta) {
+    if (finish != Py_None || logprobs != Py_None) {
         return 0;
     }
-    ok = no_extra(delta);
-    if (ok < 0) {
+    if ((ok = model_fields(held, delta, T_Delta, &dfields)) < 0) {
         DECLINE_ON_ERROR;
     }
     if (!ok) {
@@ -856,10 +868,6 @@ decide(PyObject *acc, PyObject *chunk, Decision *d, Held *held)
     }
     PyObject *state = keep(held, PyDict_GetItemWithError(choices_of_acc, index));
     if (state == NULL && PyErr_Occurred()) {
-        DECLINE_ON_ERROR;
-    }
-    PyObject *dfields = own(held, fields_of(delta));
-    if (dfields == NULL) {
         DECLINE_ON_ERROR;
     }
     PyObject *role = field(held, dfields, k_role), *refusal = NULL, *function_call = NULL,
@@ -890,19 +898,11 @@ decide(PyObject *acc, PyObject *chunk, Decision *d, Held *held)
                 return 0;
             }
             PyObject *entry = keep(held, PyList_GET_ITEM(tool_calls, 0));
-            if (Py_TYPE(entry) != T_Entry) {
-                return 0;
-            }
-            ok = no_extra(entry);
-            if (ok < 0) {
+            if ((ok = model_fields(held, entry, T_Entry, &efields)) < 0) {
                 DECLINE_ON_ERROR;
             }
             if (!ok) {
                 return 0;
-            }
-            PyObject *efields = own(held, fields_of(entry));
-            if (efields == NULL) {
-                DECLINE_ON_ERROR;
             }
             PyObject *call_id = field(held, efields, k_id), *call_type = NULL, *call_index = NULL,
                      *function = NULL;
@@ -911,19 +911,14 @@ decide(PyObject *acc, PyObject *chunk, Decision *d, Held *held)
                 (function = field(held, efields, k_function)) == NULL) {
                 DECLINE_ON_ERROR;
             }
-            if (call_id != Py_None || call_type != Py_None || Py_TYPE(function) != T_Function) {
+            if (call_id != Py_None || call_type != Py_None) {
                 return 0;
             }
-            ok = no_extra(function);
-            if (ok < 0) {
+            if ((ok = model_fields(held, function, T_Function, &ffields)) < 0) {
                 DECLINE_ON_ERROR;
             }
             if (!ok) {
                 return 0;
-            }
-            PyObject *ffields = own(held, fields_of(function));
-            if (ffields == NULL) {
-                DECLINE_ON_ERROR;
             }
             PyObject *name = field(held, ffields, k_name);
             if (name == NULL || (text = field(held, ffields, k_arguments)) == NULL) {
