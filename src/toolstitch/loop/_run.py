@@ -63,10 +63,16 @@ from ..core._anomaly import Anomaly
 from ..core._call import ToolCall, now, parse_arguments
 from ..core._events import Event
 from ..errors import ApprovalError, IncompleteStreamError, RequestError
-from ..history import assistant_message, validate_request
+from ..history import HistoryProblem, assistant_message, validate_history, validate_request
 from ..history._dialects import Dialect, get_dialect
 from ..tools import Toolbox
-from ..tools._approval import Approval, approval_problems, record_waiting, validated_approvals
+from ..tools._approval import (
+    Approval,
+    approval_problems,
+    duplicate_ids,
+    record_waiting,
+    validated_approvals,
+)
 from ..tools._claim import ClaimLedger
 from ..tools._executor import (
     ErrorMessage,
@@ -514,22 +520,27 @@ class _Loop:
             self.corrections[name] += 1
         return any(self.corrections[n] > self.max_corrections for n in names)
 
-    def pending(self) -> list[ToolCall] | None:
-        """The unanswered calls of a trailing assistant message (a run resumed after a crash)."""
-        last = None
+    def _trailing(self) -> tuple[int, list[dict[str, Any]]] | None:
+        """The trailing assistant message with tool calls (only tool messages after it): its index
+        in the history and its calls as dicts; None when the history does not end with one."""
         for i in range(len(self.history) - 1, -1, -1):
             data = _plain(self.history[i])
             role = data.get("role")
             if role == "tool":
                 continue
             if role == "assistant" and data.get("tool_calls"):
-                last = i
-            break
-        if last is None:
+                return i, [_plain(c) for c in _items(data.get("tool_calls"))]
             return None
+        return None
+
+    def pending(self) -> list[ToolCall] | None:
+        """The unanswered calls of a trailing assistant message (a run resumed after a crash)."""
+        trailing = self._trailing()
+        if trailing is None:
+            return None
+        last, raw = trailing
         replies = (_plain(m).get("tool_call_id") for m in self.history[last + 1 :])
         answered = {a for a in replies if isinstance(a, str)}
-        raw = [_plain(c) for c in _items(_plain(self.history[last]).get("tool_calls"))]
         # A call without an id cannot be answered, so it is not run (validate_request then says why).
         todo = [c for c in raw if isinstance(c.get("id"), str) and c["id"] and c["id"] not in answered]
         if not todo:
@@ -545,6 +556,15 @@ class _Loop:
             for i, c in enumerate(todo)
             for function in (_plain(c.get("function")),)
         ]
+
+    def duplicate_ids(self) -> list[str]:
+        """The call ids the trailing assistant message carries more than once. Such a history is
+        refused before anything of it runs: the ledger, the approvals and the tool messages all go
+        by id, so two calls under one id cannot be told apart (and no server accepts it: H06)."""
+        trailing = self._trailing()
+        if trailing is None:
+            return []
+        return duplicate_ids(c["id"] for c in trailing[1] if isinstance(c.get("id"), str) and c["id"])
 
     def finish_step(
         self,
@@ -580,15 +600,24 @@ class _Loop:
 
     def plan_resume(self, calls: list[ToolCall] | None) -> tuple[list[ToolCall], list[ToolCall]]:
         """The unanswered calls of the input history, split into those that run now and those that
-        keep waiting. Checks ``approvals`` against them and the ledger first (ledger I/O):
-        :class:`~toolstitch.errors.ApprovalError` before anything runs."""
+        keep waiting. Checks the history and ``approvals`` first (ledger I/O), before anything runs:
+        :class:`~toolstitch.errors.ApprovalError` for approvals that do not match (every call
+        carrying an approved id is checked, see ``approval_problems``), and for a history that
+        carries one call id twice (:class:`~toolstitch.errors.RequestError` when no approvals were
+        given)."""
         calls = calls or []
+        duplicates = self.duplicate_ids()
         if self.approvals:
-            by_id = {c.id or "": c for c in calls}
-            needs = {key: self.needs_approval(c) for key, c in by_id.items()}
-            problems = approval_problems(self.approvals, by_id, needs, self.ledger)
+            unanswered = [(c.id or "", c) for c in calls]
+            problems = approval_problems(
+                self.approvals, unanswered, self.needs_approval, self.ledger, duplicates
+            )
             if problems:
                 raise ApprovalError(problems)
+        if duplicates:
+            h06 = [p for p in validate_history(self.history, dialect=self.dialect) if p.rule == "H06"]
+            said = f"id {duplicates[0]!r} appears twice in one tool_calls list; nothing of it was run"
+            raise RequestError(h06 or [HistoryProblem(None, "H06", "error", said)])
         now_: list[ToolCall] = []
         waiting: list[ToolCall] = []
         for c in calls:
@@ -647,6 +676,9 @@ class _Loop:
         ``waiting``, calls still wait for approval (``defer`` records them next); they are listed
         among the step's calls, without a result."""
         self.append_results(results, [c.id or "" for c in calls])
+        # The approvals answered the calls of the input history, now answered: no later call (the
+        # model's, under a fresh id) is ever approved by them.
+        self.approvals = {}
         elapsed = now() - t0
         if waiting:
             calls = calls + (self.pending() or [])

@@ -12,13 +12,16 @@ between the deferral and the approval (other arguments under the same call id) c
 that defers a call records it in the ledger, as a finished entry under the key
 ``awaiting-approval:<call id>`` holding the call's :func:`~toolstitch.tools.fingerprint` (its name
 and canonical arguments). An approval is accepted only for a call whose record exists in the ledger
-passed to the resuming run and whose fingerprint is unchanged. The record uses the claim protocol's
-own primitives, so every ledger (in memory, SQLite, PostgreSQL) keeps it without a schema change.
+passed to the resuming run and whose fingerprint is unchanged, and that holds for *every* call of
+the history carrying the approved id: an id is what a person approved by, so a history carrying one
+id twice (a changed copy beside the original) is refused before anything runs. The record uses the
+claim protocol's own primitives, so every ledger (in memory, SQLite, PostgreSQL) keeps it without a
+schema change.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -32,6 +35,7 @@ __all__ = [
     "Deny",
     "approval_problems",
     "check_record",
+    "duplicate_ids",
     "record_key",
     "record_waiting",
     "validated_approvals",
@@ -114,29 +118,54 @@ def validated_approvals(approvals: Any) -> tuple[dict[str, Approval], list[str]]
     return out, problems
 
 
+def duplicate_ids(keys: Iterable[str]) -> list[str]:
+    """The ids that ``keys`` holds more than once, in the order they first repeat."""
+    seen: set[str] = set()
+    repeated: list[str] = []
+    for key in keys:
+        if key in seen and key not in repeated:
+            repeated.append(key)
+        seen.add(key)
+    return repeated
+
+
 def approval_problems(
     approvals: Mapping[str, Approval],
-    unanswered: Mapping[str, ToolCall],
-    needs_approval: Mapping[str, bool],
+    unanswered: Sequence[tuple[str, ToolCall]],
+    needs_approval: Callable[[ToolCall], bool],
     ledger: ClaimLedger,
+    duplicates: Sequence[str] = (),
 ) -> list[str]:
-    """What is wrong with ``approvals`` for the unanswered calls of the history (by history id):
-    every approval must name one of them, whose tool needs approval and that the ledger recorded,
-    unchanged, as awaiting it."""
-    problems: list[str] = []
+    """What is wrong with ``approvals`` for the unanswered calls of the history (``(history id,
+    call)`` pairs): every approval must name one of them, and *every* call carrying an approved id
+    must be one whose tool needs approval and that the ledger recorded, unchanged, as awaiting it.
+
+    Each call is checked, not each id: a history edited to hold a changed copy of an approved call
+    under the same id must not run the copy because the original beside it matches the record.
+    ``duplicates`` (ids the history's last assistant message carries twice or more) are refused
+    outright: which of two calls a person approved cannot be told from an id they share.
+    """
+    problems = [
+        f"{key!r}: the history carries this call id more than once; an approval cannot tell the "
+        "calls apart, so none is run"
+        for key in duplicates
+    ]
+    keys = {key for key, _ in unanswered}
     for key in approvals:
-        call = unanswered.get(key)
-        if call is None:
+        if key not in keys:
             problems.append(f"{key!r}: no unanswered call of the history has this id")
-        elif not needs_approval.get(key, False):
+    for key, call in unanswered:
+        if key not in approvals:
+            continue
+        if not needs_approval(call):
             problems.append(
                 f"{key!r}: this call does not await approval (its tool needs none, or is unknown)"
             )
-        else:
-            try:
-                problem = check_record(ledger, key, call)
-            except Exception as exc:  # a ledger that cannot be read: nothing is approved
-                problem = f"{key!r}: the ledger could not be read ({type(exc).__name__})"
-            if problem is not None:
-                problems.append(problem)
+            continue
+        try:
+            problem = check_record(ledger, key, call)
+        except Exception as exc:  # a ledger that cannot be read: nothing is approved
+            problem = f"{key!r}: the ledger could not be read ({type(exc).__name__})"
+        if problem is not None and problem not in problems:
+            problems.append(problem)
     return problems
