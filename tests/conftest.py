@@ -36,8 +36,6 @@ def examples(n: int) -> int:
 
 #: The repository root.
 ROOT = Path(__file__).resolve().parent.parent
-#: The provider transcripts beside the repository (never copied into it). Tests skip without them.
-TRANSCRIPTS = ROOT.parent / "shared" / "transcripts"
 
 
 def field_paths(

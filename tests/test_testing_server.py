@@ -16,6 +16,7 @@ from typing import Any
 import openai
 import pytest
 
+from tests.corpus import CORPUS, ProviderStream
 from toolstitch.testing import (
     ErrorReply,
     JSONReply,
@@ -27,7 +28,6 @@ from toolstitch.testing import (
     tool_call_chunks,
 )
 
-TRANSCRIPTS = Path(__file__).resolve().parents[2] / "shared" / "transcripts"
 USAGE = {"prompt_tokens": 5, "completion_tokens": 7, "total_tokens": 12}
 # Non-ASCII arguments, so fragment=1 cuts UTF-8 characters and the SSE event framing alike.
 CALLS = [
@@ -348,20 +348,21 @@ def test_history_check_is_off_by_default(server: LocalServer) -> None:
     assert stream_dicts(server, messages=[tool("call_a")]) == SCRIPT
 
 
-# ----------------------------------------------------------------------------- real transcripts
-
-SSE_FILES = sorted(TRANSCRIPTS.glob("*/*.sse")) if TRANSCRIPTS.is_dir() else []
+# ------------------------------------------------------------------ real provider bodies (corpus)
 
 
-@pytest.mark.skipif(not SSE_FILES, reason="../shared/transcripts is absent")
-@pytest.mark.parametrize("path", SSE_FILES, ids=lambda p: f"{p.parent.name}/{p.stem}")
-def test_real_transcript_replays_one_chunk_per_data_line(server: LocalServer, path: Path) -> None:
+@pytest.mark.parametrize("provider_stream", CORPUS, ids=lambda s: s.name)
+def test_real_provider_body_replays_one_chunk_per_data_line(
+    server: LocalServer, provider_stream: ProviderStream, tmp_path: Path
+) -> None:
+    path = tmp_path / "body.sse"
+    path.write_bytes(provider_stream.body.encode("utf-8"))
     raw = path.read_bytes()
     script = StreamScript.from_sse(path)
     assert sse_body(script.chunks, done=False) == raw  # served unchanged
     data = [ln[5:].strip() for ln in raw.decode().splitlines() if ln.startswith("data:")]
     data = [d for d in data if d != "[DONE]"]
-    expected = json.loads(path.with_suffix(".expected.json").read_text())
+    expected = provider_stream.expected
     server.enqueue(script)
     received: list[object] = []
     with server.client() as client:
@@ -376,9 +377,8 @@ def test_real_transcript_replays_one_chunk_per_data_line(server: LocalServer, pa
             assert len(received) == len(data)
 
 
-@pytest.mark.skipif(not SSE_FILES, reason="../shared/transcripts is absent")
 def test_from_sse_accepts_text_and_counts_cut_after_in_events(server: LocalServer) -> None:
-    text = SSE_FILES[0].read_text(encoding="utf-8")
+    text = CORPUS[0].body
     server.enqueue(StreamScript.from_sse(text, cut_after=1))
     with server.client() as client:
         stream = client.chat.completions.create(model="m", messages=[], stream=True)

@@ -1,8 +1,8 @@
-"""``docs/providers.md`` is what ``scripts/providers_page.py`` makes of the transcripts, unedited.
+"""``docs/providers.md`` is what ``scripts/providers_page.py`` makes of the provider cassettes, unedited.
 
 The page is generated so that it cannot drift from what providers actually send and what toolstitch
-records; this test fails when the code (new anomaly codes, changed repairs) or the corpus changed
-and the page was not regenerated. Skipped without the corpus.
+records; this test fails when the code (new anomaly codes, changed repairs) or the corpus
+(``cassettes/providers``) changed and the page was not regenerated.
 """
 
 from __future__ import annotations
@@ -11,9 +11,7 @@ import importlib.util
 from pathlib import Path
 from types import ModuleType
 
-import pytest
-
-from tests.conftest import TRANSCRIPTS
+from tests.corpus import CASSETTES, CORPUS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -26,15 +24,14 @@ def _script() -> ModuleType:
     return module
 
 
-@pytest.mark.skipif(not TRANSCRIPTS.is_dir(), reason=f"no transcripts at {TRANSCRIPTS}")
 def test_committed_providers_page_is_the_generated_one() -> None:
-    page = _script().render(TRANSCRIPTS)
+    page = _script().render(CASSETTES, ROOT / "docs" / "providers.md")
     committed = (ROOT / "docs" / "providers.md").read_text(encoding="utf-8")
     assert committed == page, "docs/providers.md is out of date: run scripts/providers_page.py"
 
 
-@pytest.mark.skipif(not TRANSCRIPTS.is_dir(), reason=f"no transcripts at {TRANSCRIPTS}")
-def test_the_page_covers_every_transcript() -> None:
-    page = _script().render(TRANSCRIPTS)
-    for path in TRANSCRIPTS.glob("*/*.sse"):
-        assert f"`{path.relative_to(TRANSCRIPTS).as_posix()}`" in page
+def test_the_page_covers_and_links_every_cassette() -> None:
+    page = (ROOT / "docs" / "providers.md").read_text(encoding="utf-8")
+    assert len(CORPUS) == 40
+    for stream in CORPUS:
+        assert f"[`{stream.name}`](../cassettes/providers/{stream.name}.yaml)" in page

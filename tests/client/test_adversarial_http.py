@@ -29,8 +29,6 @@ from tests.conftest import examples
 from tests.core.test_adversarial_mutations import STREAMS, _finished_choices, _mutate
 from toolstitch.testing import LocalServer, StreamScript
 
-pytestmark = pytest.mark.skipif(not STREAMS, reason="no transcripts")
-
 
 @pytest.fixture(scope="module")
 def shared_server() -> Iterator[LocalServer]:

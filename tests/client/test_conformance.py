@@ -1,70 +1,35 @@
-"""Every real provider stream in ``../shared/transcripts`` assembles as its ``.expected.json`` says.
+"""Every real provider stream of the corpus assembles as its cassette's ``expected`` says.
 
-Each recorded body is served unchanged by :class:`toolstitch.testing.LocalServer` and read by the real
-``openai`` client over HTTP (so the SDK's own SSE decoding is part of the test), through ``ts.wrap``,
-with the request's ``tools`` when the transcript recorded them. Compared per choice: the content,
-every ``finish_reason`` in order, and the tool calls (id, or a synthesized non-empty id unique within
-the message when the provider sent none; name; parsed arguments; status ``ready``). A stream that
-ends in an in-band error must raise from the iteration and leave no ``ready`` call.
+The corpus is 40 vcrpy cassettes in ``cassettes/providers`` (:mod:`tests.corpus`). Each is replayed by
+vcrpy through the real ``openai`` client (so the SDK's own HTTP client, SSE decoding and chunk types
+are part of the test), through ``ts.wrap``, with the request's ``tools`` (as recorded, or the names
+the stream calls when the source kept no request). Compared per choice: the content, every
+``finish_reason`` in order, and the tool calls (id, or a synthesized non-empty id unique within the
+message when the provider sent none; name; parsed arguments; status ``ready``). A stream that ends in
+an in-band error must raise from the iteration and leave no ``ready`` call.
 
-Each transcript runs twice: as recorded, and re-cut into 7-byte writes (inside UTF-8 characters, SSE
-lines and JSON tokens alike), which must not change anything.
-
-The corpus is third-party data and is never copied into the repository: without the folder these
-tests skip.
+Each stream runs three times: whole, re-cut into 7-byte pieces on the way to the SDK's decoder
+(inside UTF-8 characters, SSE lines and JSON tokens alike), which must not change anything, and
+through the async client in 11-byte pieces. The cassettes are in the repository: nothing here skips.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import openai
 import pytest
 
 import toolstitch as ts
-from tests.conftest import TRANSCRIPTS, offered
-from toolstitch.testing import LocalServer, StreamScript
+from tests import corpus
+from tests.corpus import CORPUS, ProviderStream
 
-FILES = sorted(TRANSCRIPTS.glob("*/*.sse")) if TRANSCRIPTS.is_dir() else []
-PARAMS = [pytest.param(p, id=f"{p.parent.name}/{p.stem}") for p in FILES] or [
-    pytest.param(None, marks=pytest.mark.skip(reason=f"no transcripts at {TRANSCRIPTS}"))
-]
+PARAMS = [pytest.param(s, id=s.name) for s in CORPUS]
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[LocalServer]:
-    with LocalServer() as srv:
-        yield srv
-
-
-def _sibling(path: Path, suffix: str) -> Path:
-    return path.with_name(path.name[: -len(".sse")] + suffix)
-
-
-def _request(path: Path) -> dict[str, Any]:
-    """The recorded request's model, messages and tools (or a minimal request offering the tools the
-    transcript's calls name)."""
-    request_path = _sibling(path, ".request.json")
-    body: dict[str, Any] = {}
-    if request_path.exists():
-        body = json.loads(request_path.read_text(encoding="utf-8"))
-    out: dict[str, Any] = {
-        "model": body.get("model") or "test-model",
-        "messages": body.get("messages") or [{"role": "user", "content": "hi"}],
-    }
-    if body.get("tools"):
-        out["tools"] = body["tools"]
-    else:
-        # The transcript kept no request: offer the tools its calls name, without schemas (a request
-        # offering no tool refuses every call; these tests are about assembling them).
-        expected = json.loads(_sibling(path, ".expected.json").read_text(encoding="utf-8"))
-        names = {c["name"] for choice in expected["choices"] for c in choice["tool_calls"]}
-        if names:
-            out["tools"] = offered(names)
-    return out
+def test_the_corpus_is_there() -> None:
+    assert len(CORPUS) == 40, "cassettes/providers must hold the 40 provider streams"
 
 
 class Run:
@@ -76,20 +41,18 @@ class Run:
         self.error = error
 
 
-def _run(server: LocalServer, path: Path, fragment: int | None) -> Run:
-    server.enqueue(StreamScript.from_sse(path, fragment=fragment))
+def _run(stream: ProviderStream, recut: int | None) -> Run:
     chunks: list[Any] = []
     error: BaseException | None = None
-    with server.client() as raw:
-        client = ts.wrap(raw)
-        stream = client.chat.completions.create(stream=True, **_request(path))
+    with corpus.replay(stream), corpus.client(recut) as raw:
+        wrapped = ts.wrap(raw).chat.completions.create(stream=True, **stream.create_kwargs())
         try:
-            with stream:
-                for chunk in stream:
+            with wrapped:
+                for chunk in wrapped:
                     chunks.append(chunk)
         except openai.APIError as exc:
             error = exc
-    return Run(stream, chunks, error)
+    return Run(wrapped, chunks, error)
 
 
 def _check(run: Run, expected: dict[str, Any], tools_known: bool) -> None:
@@ -148,19 +111,16 @@ def _check(run: Run, expected: dict[str, Any], tools_known: bool) -> None:
             assert all(call.error is None for call in calls)
 
 
-@pytest.mark.parametrize("path", PARAMS)
-def test_transcript_assembles_as_expected(server: LocalServer, path: Path) -> None:
-    expected = json.loads(_sibling(path, ".expected.json").read_text(encoding="utf-8"))
-    run = _run(server, path, fragment=None)
-    _check(run, expected, tools_known="tools" in _request(path))
+@pytest.mark.parametrize("stream", PARAMS)
+def test_stream_assembles_as_expected(stream: ProviderStream) -> None:
+    _check(_run(stream, recut=None), stream.expected, tools_known=stream.tools is not None)
 
 
-@pytest.mark.parametrize("path", PARAMS)
-def test_transcript_recut_into_7_byte_writes_assembles_the_same(server: LocalServer, path: Path) -> None:
-    expected = json.loads(_sibling(path, ".expected.json").read_text(encoding="utf-8"))
-    whole = _run(server, path, fragment=None)
-    recut = _run(server, path, fragment=7)
-    _check(recut, expected, tools_known="tools" in _request(path))
+@pytest.mark.parametrize("stream", PARAMS)
+def test_stream_recut_into_7_byte_pieces_assembles_the_same(stream: ProviderStream) -> None:
+    whole = _run(stream, recut=None)
+    recut = _run(stream, recut=7)
+    _check(recut, stream.expected, tools_known=stream.tools is not None)
     assert len(recut.chunks) == len(whole.chunks)
     assert [c.model_dump() for c in recut.chunks] == [c.model_dump() for c in whole.chunks]
     assert [(a.code, a.choice, a.call_index) for a in recut.stream.anomalies] == [
@@ -178,18 +138,17 @@ class _Consumed:
         self.get_final_completion = stream.accumulator.get_final_completion
 
 
-@pytest.mark.parametrize("path", PARAMS)
-async def test_transcript_assembles_through_the_async_client(server: LocalServer, path: Path) -> None:
-    expected = json.loads(_sibling(path, ".expected.json").read_text(encoding="utf-8"))
-    server.enqueue(StreamScript.from_sse(path, fragment=11))
+@pytest.mark.parametrize("stream", PARAMS)
+async def test_stream_assembles_through_the_async_client(stream: ProviderStream) -> None:
     chunks: list[Any] = []
     error: BaseException | None = None
-    async with server.async_client() as raw:
-        stream = await ts.wrap(raw).chat.completions.create(stream=True, **_request(path))
-        try:
-            async with stream:
-                async for chunk in stream:
-                    chunks.append(chunk)
-        except openai.APIError as exc:
-            error = exc
-    _check(Run(_Consumed(stream), chunks, error), expected, tools_known="tools" in _request(path))
+    with corpus.replay(stream):
+        async with corpus.async_client(recut=11) as raw:
+            wrapped = await ts.wrap(raw).chat.completions.create(stream=True, **stream.create_kwargs())
+            try:
+                async with wrapped:
+                    async for chunk in wrapped:
+                        chunks.append(chunk)
+            except openai.APIError as exc:
+                error = exc
+    _check(Run(_Consumed(wrapped), chunks, error), stream.expected, tools_known=stream.tools is not None)

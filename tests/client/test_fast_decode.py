@@ -17,7 +17,6 @@ import copy
 import json
 import warnings
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import openai
@@ -27,15 +26,13 @@ from hypothesis import strategies as st
 from openai._models import construct_type
 from openai.types.chat import ChatCompletionChunk
 
-from tests.conftest import TRANSCRIPTS, examples
+from tests.conftest import examples
 from tests.core.test_adversarial_mutations import HOSTILE, STREAMS, _mutate
+from tests.corpus import CORPUS, ProviderStream
 from toolstitch.client import _fast
 from toolstitch.client._fast import build_chunk, same_value
 from toolstitch.errors import FastDecodeWarning
 from toolstitch.testing import LocalServer, StreamScript, tool_call_chunks
-
-BODIES = sorted(TRANSCRIPTS.glob("*/*.sse")) if TRANSCRIPTS.is_dir() else []
-needs_corpus = pytest.mark.skipif(not STREAMS, reason=f"no transcripts at {TRANSCRIPTS}")
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +68,6 @@ def test_self_check_passes_on_the_installed_release() -> None:
     assert (status.builder, status.decoder, status.reason) == (True, True, "")
 
 
-@needs_corpus
 def test_every_corpus_chunk_builds_equal_to_the_sdk() -> None:
     built = total = 0
     for name, chunks, _ in STREAMS:
@@ -88,7 +84,6 @@ def test_sample_chunks_of_the_self_check_build_equal_to_the_sdk() -> None:
         _check_chunk(data)
 
 
-@needs_corpus
 @settings(
     max_examples=examples(400), suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
 )
@@ -252,16 +247,14 @@ def _both_ways(server: LocalServer, script: StreamScript) -> list[Any]:
     return expected
 
 
-@needs_corpus
-@pytest.mark.parametrize("path", BODIES, ids=[f"{p.parent.name}/{p.stem}" for p in BODIES])
+@pytest.mark.parametrize("stream", CORPUS, ids=lambda s: s.name)
 def test_corpus_bodies_over_http_give_the_sdk_chunks_and_errors(
-    shared_server: LocalServer, path: Path
+    shared_server: LocalServer, stream: ProviderStream
 ) -> None:
     for fragment in (None, 3):
-        _both_ways(shared_server, StreamScript.from_sse(path, fragment=fragment))
+        _both_ways(shared_server, StreamScript.from_sse(stream.body, fragment=fragment))
 
 
-@needs_corpus
 @settings(
     max_examples=examples(60),
     suppress_health_check=[
@@ -387,10 +380,11 @@ def _writes(script: StreamScript) -> list[bytes]:
     return [w if isinstance(w, bytes) else w.encode() for w in script.writes()]
 
 
-@needs_corpus
-@pytest.mark.parametrize("path", BODIES, ids=[f"{p.parent.name}/{p.stem}" for p in BODIES])
-def test_raw_corpus_bytes_give_what_the_sdk_gives_over_http(shared_server: LocalServer, path: Path) -> None:
-    script = StreamScript.from_sse(path, fragment=4)
+@pytest.mark.parametrize("stream", CORPUS, ids=lambda s: s.name)
+def test_raw_corpus_bytes_give_what_the_sdk_gives_over_http(
+    shared_server: LocalServer, stream: ProviderStream
+) -> None:
+    script = StreamScript.from_sse(stream.body, fragment=4)
     shared_server.enqueue(script)
     expected = _read_sync(shared_server, False)
     for decode in ("sdk", "fast"):

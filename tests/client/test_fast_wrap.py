@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 
 import toolstitch as ts
-from tests.conftest import TRANSCRIPTS, offered
+from tests.conftest import offered
+from tests.corpus import CORPUS, ProviderStream
 from toolstitch.client._fast import same_value
 from toolstitch.testing import LocalServer, StreamScript, tool_call_chunks
 
-BODIES = sorted(TRANSCRIPTS.glob("*/*.sse")) if TRANSCRIPTS.is_dir() else []
 REQUEST: dict[str, Any] = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True}
 
 
@@ -31,13 +31,8 @@ def shared_server() -> Iterator[LocalServer]:
         yield srv
 
 
-def _request(path: Path | None) -> dict[str, Any]:
-    request = path.with_suffix(".request.json") if path else None
-    if request is not None and request.is_file():
-        body = json.loads(request.read_text(encoding="utf-8"))
-        if isinstance(body, dict) and body.get("tools"):
-            return {**REQUEST, "tools": body["tools"]}
-    return {**REQUEST, "tools": offered(["get_weather", "f", "g"])}
+def _request(stream: ProviderStream) -> dict[str, Any]:
+    return {**REQUEST, "tools": stream.recorded_tools or offered(["get_weather", "f", "g"])}
 
 
 def _final(stream: Any) -> Any:
@@ -98,11 +93,12 @@ def _assert_same(expected: dict[str, Any], got: dict[str, Any]) -> None:
     assert got == expected
 
 
-@pytest.mark.skipif(not BODIES, reason=f"no transcripts at {TRANSCRIPTS}")
-@pytest.mark.parametrize("path", BODIES, ids=[f"{p.parent.name}/{p.stem}" for p in BODIES])
-def test_corpus_streams_stitch_the_same_with_fast_decoding(shared_server: LocalServer, path: Path) -> None:
-    script = StreamScript.from_sse(path, fragment=5)
-    request = _request(path)
+@pytest.mark.parametrize("stream", CORPUS, ids=lambda s: s.name)
+def test_corpus_streams_stitch_the_same_with_fast_decoding(
+    shared_server: LocalServer, stream: ProviderStream
+) -> None:
+    script = StreamScript.from_sse(stream.body, fragment=5)
+    request = _request(stream)
     shared_server.enqueue(script, script, script, script)
     expected = _sync(shared_server, "sdk", request)
     _assert_same(dict(expected), _sync(shared_server, "fast", request))

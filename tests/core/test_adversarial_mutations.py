@@ -1,8 +1,8 @@
 """Real provider streams, mutated: every field replaced by a hostile value, keys dropped, chunks
 duplicated and reordered, fed as dicts to an ``Accumulator`` that knows the request's tools.
 
-The transcripts in ``../shared/transcripts`` are real bodies; a mutation is what a broken proxy or a
-hostile server could make of them. Whatever it does:
+The provider corpus (``cassettes/providers``, :mod:`tests.corpus`) holds real bodies; a mutation is
+what a broken proxy or a hostile server could make of them. Whatever it does:
 
 * ``feed``/``end`` never raise and never fail internally (no ``internal_error`` anomaly);
 * a ``ready`` call has a name the request offered, arguments that a strict JSON parser reads as an
@@ -24,35 +24,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import toolstitch as ts
-from tests.conftest import TRANSCRIPTS, examples, field_paths
+from tests.conftest import examples, field_paths
+from tests.corpus import CORPUS
 
 
 def _load() -> list[tuple[str, list[Any], list[Any] | None]]:
-    out: list[tuple[str, list[Any], list[Any] | None]] = []
-    if not TRANSCRIPTS.is_dir():
-        return out
-    for path in sorted(TRANSCRIPTS.glob("*/*.sse")):
-        chunks: list[Any] = []
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if line.startswith("data:"):
-                data = line[5:].strip()
-                if data and data != "[DONE]":
-                    try:
-                        chunks.append(json.loads(data))
-                    except ValueError:
-                        continue
-        request = path.with_suffix(".request.json")
-        tools = None
-        if request.is_file():
-            body = json.loads(request.read_text(encoding="utf-8"))
-            tools = body.get("tools") if isinstance(body, dict) else None
-        if chunks:
-            out.append((f"{path.parent.name}/{path.stem}", chunks, tools))
-    return out
+    """``(name, chunks as dicts, the recorded request's tools or None)`` for every corpus stream."""
+    return [(s.name, s.chunks(), s.recorded_tools) for s in CORPUS if s.chunks()]
 
 
 STREAMS = _load()
-pytestmark = pytest.mark.skipif(not STREAMS, reason=f"no transcripts at {TRANSCRIPTS}")
 
 
 def _deep(depth: int) -> Any:

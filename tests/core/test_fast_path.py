@@ -8,7 +8,7 @@ accumulators hold must be the same: each call's identity, text, status, parsed v
 anomalies and counts, the stream's anomalies, finish reasons and usage, the events (for ``feed``),
 and the final completion (or the ``IncompleteStreamError`` with its partial completion).
 
-Streams: the conformance corpus (``../shared/transcripts``), the hostile chunks of
+Streams: the provider corpus (``cassettes/providers``), the hostile chunks of
 ``test_fuzz.py``, mutated transcripts as in ``test_adversarial_mutations.py``, and
 hypothesis-made re-chunkings and interleavings of tool calls (``test_properties.py``), as plain
 dicts and as the SDK's own ``ChatCompletionChunk`` objects. Timestamps are compared by presence
@@ -165,7 +165,6 @@ def _as_objects(chunks: list[Any]) -> list[Any]:
     return [_sdk_object(c) for c in chunks]
 
 
-@pytest.mark.skipif(not STREAMS, reason="no transcripts")
 @pytest.mark.parametrize("name", [name for name, _, _ in STREAMS])
 def test_the_conformance_corpus_reads_the_same_on_both_paths(name: str) -> None:
     _, chunks, tools = next(s for s in STREAMS if s[0] == name)
@@ -176,7 +175,6 @@ def test_the_conformance_corpus_reads_the_same_on_both_paths(name: str) -> None:
         check_same(stream, tools=tools, limits=ts.Limits(max_argument_bytes=64, max_stream_bytes=200))
 
 
-@pytest.mark.skipif(not STREAMS, reason="no transcripts")
 @settings(
     max_examples=examples(200),
     deadline=None,

@@ -17,8 +17,10 @@ import openai
 import pytest
 
 import toolstitch as ts
-from tests.conftest import TRANSCRIPTS, offered
+from tests import corpus
 from tests.conftest import WEATHER_TOOLS as TOOLS
+from tests.conftest import offered
+from tests.corpus import CORPUS, ProviderStream
 from toolstitch.errors import RecordingWarning
 from toolstitch.recording._replay import replay
 from toolstitch.testing import LocalServer, StreamScript, chunk, tool_call_chunks
@@ -166,14 +168,13 @@ def test_replay_checks_against_the_recorded_tools(server: LocalServer, tmp_path:
     assert facts(replay(stream.recorder.path).tool_calls) == facts(stream.tool_calls)
 
 
-@pytest.mark.skipif(not TRANSCRIPTS.is_dir(), reason="provider transcripts not present")
-@pytest.mark.parametrize(
-    "sse", sorted(TRANSCRIPTS.glob("*/*.sse")) if TRANSCRIPTS.is_dir() else [], ids=lambda p: p.stem
-)
-def test_recorded_provider_streams_replay_into_the_same_calls(sse: Path, tmp_path: Path) -> None:
-    with LocalServer() as server:
-        server.enqueue(StreamScript.from_sse(sse, fragment=7))
-        stream = ts.wrap(server.client(), record=tmp_path).chat.completions.create(
+@pytest.mark.parametrize("provider_stream", CORPUS, ids=lambda s: s.name)
+def test_recorded_provider_streams_replay_into_the_same_calls(
+    provider_stream: ProviderStream, tmp_path: Path
+) -> None:
+    # The provider's body, replayed by vcrpy to the real client in 7-byte pieces, recorded by wrap.
+    with corpus.replay(provider_stream), corpus.client(recut=7) as raw:
+        stream = ts.wrap(raw, record=tmp_path).chat.completions.create(
             model="m", messages=MESSAGES, stream=True
         )
         failure: BaseException | None = None

@@ -1,7 +1,7 @@
 """``replay``: JSONL recordings and raw ``.sse`` bodies, fed again into an accumulator.
 
-The claims: a replay gives the calls the original stream gave (for raw provider bodies, those in
-their ``expected.json``, and those the real SDK gives over HTTP); timed recordings keep their
+The claims: a replay gives the calls the original stream gave (for raw provider bodies, the
+corpus cassettes' expected calls, and those the real SDK gives over HTTP); timed recordings keep their
 timing, in the metrics and in the timeline; damaged input fails with one clear error.
 """
 
@@ -18,7 +18,8 @@ import pytest
 
 import toolstitch as ts
 import toolstitch.recording._replay as replay_module
-from tests.conftest import TRANSCRIPTS, offered
+from tests.conftest import offered
+from tests.corpus import CORPUS, ProviderStream
 from toolstitch.errors import RecordedError, RecordingFormatError
 from toolstitch.recording import replay
 from toolstitch.recording._recorder import FORMAT
@@ -26,8 +27,6 @@ from toolstitch.recording._report_html import report_html
 from toolstitch.recording._report_text import display_width, render_latency, render_timeline
 from toolstitch.testing import LocalServer, StreamScript, chunk, sse_body, tool_call_chunks
 
-SSE_FILES = sorted(TRANSCRIPTS.glob("*/*.sse")) if TRANSCRIPTS.is_dir() else []
-needs_transcripts = pytest.mark.skipif(not SSE_FILES, reason="provider transcripts not present")
 CALLS = [("call_a", "get_weather", '{"city": "Zürich"}'), ("call_b", "get_time", '{"tz": "Asia/Tokyo"}')]
 
 
@@ -59,11 +58,17 @@ def write_recording(
 # ------------------------------------------------------------------------------ raw .sse bodies
 
 
-@needs_transcripts
-@pytest.mark.parametrize("sse", SSE_FILES, ids=lambda p: p.stem)
-def test_replaying_a_provider_body_gives_the_expected_calls(sse: Path) -> None:
-    expected = json.loads(sse.with_name(sse.name.replace(".sse", ".expected.json")).read_text())
-    replayed = replay(sse)
+def _sse_file(stream: ProviderStream, folder: Path) -> Path:
+    """The provider's body as a raw ``.sse`` file, as a user would save it."""
+    path = folder / f"{stream.cassette.stem}.sse"
+    path.write_bytes(stream.body.encode("utf-8"))
+    return path
+
+
+@pytest.mark.parametrize("stream", CORPUS, ids=lambda s: s.name)
+def test_replaying_a_provider_body_gives_the_expected_calls(stream: ProviderStream, tmp_path: Path) -> None:
+    expected = stream.expected
+    replayed = replay(_sse_file(stream, tmp_path))
     assert replayed.format == "sse" and not replayed.timed
     for choice in expected["choices"]:
         calls = replayed.calls(choice["index"])
@@ -83,10 +88,10 @@ def test_replaying_a_provider_body_gives_the_expected_calls(sse: Path) -> None:
         assert content == expected["choices"][0]["content"]
 
 
-@needs_transcripts
-@pytest.mark.parametrize("sse", SSE_FILES[::4], ids=lambda p: p.stem)
-def test_replaying_a_body_matches_the_real_sdk_over_http(sse: Path) -> None:
-    expected = json.loads(sse.with_name(sse.name.replace(".sse", ".expected.json")).read_text())
+@pytest.mark.parametrize("stream", CORPUS[::4], ids=lambda s: s.name)
+def test_replaying_a_body_matches_the_real_sdk_over_http(stream: ProviderStream, tmp_path: Path) -> None:
+    expected = stream.expected
+    sse = _sse_file(stream, tmp_path)
     tools = offered(c["name"] for choice in expected["choices"] for c in choice["tool_calls"])
     with LocalServer() as server:
         server.enqueue(StreamScript.from_sse(sse))
