@@ -1,6 +1,6 @@
 """toolstitch: streamed tool calls from the ``openai`` client, merged by index, checked, safe to run.
 
-Start with :func:`wrap`; the sans-I/O core is :class:`Accumulator`. ``DESIGN.md`` holds the rules and
+Start with :func:`wrap`; the sans-I/O core is :class:`Accumulator`. ``docs/design.md`` holds the rules and
 ``docs/architecture.md`` draws the layers.
 
 The top level holds only what a user types daily. Everything else has one public home:

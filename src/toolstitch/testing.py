@@ -19,7 +19,7 @@ Wire format, chosen on purpose:
   comments or a whole recorded ``.sse`` body (:meth:`StreamScript.from_sse`).
 
 The history check (``check_history=True``) mimics OpenAI's 400 answers for rules H01-H04 of
-``history-rules.md``. It is written independently of the package's own validator, so that a real-SDK
+``docs/history-rules.md``. It is written independently of the package's own validator, so that a real-SDK
 test can hold the two against each other.
 """
 

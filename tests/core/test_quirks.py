@@ -1,4 +1,4 @@
-"""One focused test per provider quirk toolstitch handles (ids from ``provider-quirks.md``).
+"""One focused test per provider quirk toolstitch handles (ids from ``docs/quirks.md``).
 
 Each test feeds the chunks a provider sends (copied from the catalogue's examples where it gives one)
 and checks the calls a user gets *and* the anomaly code that tells them what their provider did.

@@ -1049,7 +1049,7 @@ def test_repaired_histories_validate(dialect: str, history: list[Msg]) -> None:
 
 
 def test_tool_messages_takes_executed_results_in_declared_order() -> None:
-    """``ts.tool_messages(results)`` as DESIGN.md shows it: results straight from ``Toolbox.execute``."""
+    """``ts.tool_messages(results)`` as docs/design.md shows it: results straight from ``Toolbox.execute``."""
     import toolstitch as ts
     from toolstitch.testing import chunk
 

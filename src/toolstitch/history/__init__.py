@@ -3,7 +3,7 @@
 After a tool call, the next request must carry the assistant message with its ``tool_calls`` and
 one ``tool`` message per call. A history that breaks the server's rules earns a 400 on every later
 request, because the broken turn stays in the saved history. The rules enforced here (ids from
-``research/history-rules.md``; the table with their dialects is in :mod:`._dialects`):
+``docs/history-rules.md``; the table with their dialects is in :mod:`._dialects`):
 
 * H01-H04  a ``tool`` message answers a call declared by the assistant message directly before its
   run of tool messages; every declared call is answered before the next non-tool message.

@@ -8,7 +8,7 @@ A *dialect* is a family of servers that share history rules: ``openai`` (default
   content as ``null`` or ``""``, which tool-call ids are acceptable, whether provider fields such as
   ``reasoning_content`` go back).
 * :data:`RULES` -- every check ``validate_history`` runs, by the rule id of
-  ``research/history-rules.md`` (H01-H63 plus a few from later sections), saying for which dialects a
+  ``docs/history-rules.md`` (H01-H63 plus a few from later sections), saying for which dialects a
   violation is an error and for which a warning, and the server's error text it prevents.
   H00 and H90-H93 are toolstitch's own: H00 a list or entry that is no chat message, H90 a message
   nested past :data:`NESTING_LIMIT`, H91 a tool whose ``parameters`` are not JSON Schema, H92 a tool

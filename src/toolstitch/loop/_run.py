@@ -14,7 +14,7 @@ they cannot drift apart. One step is:
 4. stop when a step has no tool calls, after ``max_steps``, or when a tool's arguments were still
    invalid after ``max_corrections`` corrective rounds.
 
-What can never happen: a call executed from a stream that did not finish (rule 4 of the design); a
+What can never happen: a call executed from a stream that did not finish (rule 4 of docs/design.md); a
 call executed twice because a request was retried (calls run only after their stream succeeded, and
 the ledger answers a call id it has seen finish); a tool's exception escaping (unless
 ``raise_tool_errors``).

@@ -1,6 +1,6 @@
 """The claim protocol: exactly one execution per call, across threads, processes and machines.
 
-Rule 11 of the design. Before a call runs, its executor **claims** it on a ledger; only the winner of
+Rule 11 of docs/design.md. Before a call runs, its executor **claims** it on a ledger; only the winner of
 the claim runs the tool. The protocol is written once, here, as the abstract base class
 :class:`ClaimLedger`; a backend (in memory, SQLite, PostgreSQL, ...) implements seven small *atomic
 primitives* and inherits every decision, so all backends behave alike.

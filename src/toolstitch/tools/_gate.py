@@ -1,6 +1,6 @@
 """The gate: what a tool call must pass before its function runs, in this order.
 
-1. **Ready.** The call is sealed and its arguments parsed (rule 4 of the design). A call that is
+1. **Ready.** The call is sealed and its arguments parsed (rule 4 of docs/design.md). A call that is
    ``open``, ``incomplete`` (cut off) or ``invalid`` because its text is not a JSON object never goes
    further. (A call the accumulator marked ``invalid`` only because of the *request's* schema check
    goes on to step 3: the tool's own validator is the authority, and it knows, for instance, that a
