@@ -46,7 +46,7 @@ import threading
 import types
 import typing
 import warnings
-from collections.abc import AsyncIterable, Callable, Iterable
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator
 from typing import Any, Literal
 
 import openai
@@ -442,6 +442,32 @@ class _BytesClient:
         )
 
 
+def as_bytes(read: Any) -> Any:
+    """One read of a body as ``bytes``: any bytes-like object (``bytearray``, a ``memoryview`` of any
+    format, shape or stride, an ``array``) is copied as its raw bytes in C order, which is what was
+    sent, whatever its item type. Without this, each release's decoder takes the object as it is,
+    and some cannot (older SDK decoders call ``splitlines``; a two-dimensional or strided view
+    cannot be sliced; a view of 4-byte items is indexed by item, not by byte). Anything that is not
+    bytes-like is passed on, for the HTTP library and the SDK to refuse as they do."""
+    if type(read) is bytes:
+        return read
+    try:
+        view = memoryview(read)
+    except TypeError:
+        return read
+    return view.tobytes()
+
+
+def _bytes(source: Iterable[Any]) -> Iterator[Any]:
+    for read in source:
+        yield as_bytes(read)
+
+
+async def _abytes(source: AsyncIterable[Any]) -> AsyncIterator[Any]:
+    async for read in source:
+        yield as_bytes(read)
+
+
 def _http_module() -> Any:
     """The HTTP library this ``openai`` release is built on (``httpx``, or ``httpx2`` in 3.x)."""
     return getattr(openai_base, "httpx2", None) or getattr(openai_base, "httpx")  # noqa: B009
@@ -457,8 +483,14 @@ def stream_from_bytes(source: Iterable[bytes] | AsyncIterable[bytes], *, decode:
         raise ValueError(f'decode must be "sdk" or "fast", not {decode!r}')
     http = _http_module()
     request = http.Request("POST", "http://toolstitch.invalid/chat/completions")
-    response = http.Response(200, content=source, request=request)
-    cls = openai.AsyncStream if isinstance(source, AsyncIterable) else openai.Stream
+    is_async = isinstance(source, AsyncIterable)
+    reads: Any = source  # not iterable: the HTTP library says so, as it did
+    if is_async:
+        reads = _abytes(source)  # type: ignore[arg-type]
+    elif isinstance(source, Iterable):
+        reads = _bytes(source)
+    response = http.Response(200, content=reads, request=request)
+    cls = openai.AsyncStream if is_async else openai.Stream
     stream = cls(cast_to=ChatCompletionChunk, response=response, client=_BytesClient())  # type: ignore[arg-type]
     if decode == "fast":
         install(stream)

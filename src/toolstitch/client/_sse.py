@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 from openai._streaming import ServerSentEvent
 
@@ -52,11 +53,18 @@ class SSEDecoder:
 
     # ------------------------------------------------------------------ lines
 
-    def _lines(self, chunk: bytes) -> list[bytes]:
-        """The lines that ``chunk`` completes, in order."""
-        if self._skip_lf or b"\r" in chunk:
+    def _lines(self, chunk: Any) -> list[bytes]:
+        """The lines that ``chunk`` completes, in order.
+
+        ``bytes`` and ``bytearray`` take the split fast path. Any other read (a ``memoryview`` of
+        any format or shape, an ``array``, another buffer) goes through :meth:`_lines_cr`, which
+        applies the very operations the SDK's line decoder applies to it (``re.finditer``, indexing,
+        ``memoryview`` slices): what the SDK decodes is decoded the same, and what it refuses raises
+        the same error; a buffer never reaches ``bytes``-only methods such as ``split``."""
+        kind = type(chunk)
+        if (kind is not bytes and kind is not bytearray) or self._skip_lf or b"\r" in chunk:
             return self._lines_cr(chunk)
-        parts = chunk.split(b"\n")
+        parts: list[bytes] = chunk.split(b"\n")
         tail = parts.pop()
         if parts and self._buffer:
             self._buffer += parts[0]
@@ -66,7 +74,7 @@ class SSEDecoder:
             self._buffer += tail
         return parts
 
-    def _lines_cr(self, chunk: bytes) -> list[bytes]:
+    def _lines_cr(self, chunk: Any) -> list[bytes]:
         """The general case: any of the three line ends, a \\r\\n possibly split across reads."""
         lines: list[bytes] = []
         start = 0
@@ -77,14 +85,14 @@ class SSEDecoder:
                 start = end + 1
                 continue
             self._skip_lf = False
-            self._buffer += chunk[start:end]
+            self._buffer.extend(memoryview(chunk)[start:end])  # as the SDK does, for any buffer
             lines.append(bytes(self._buffer))
             self._buffer.clear()
             self._skip_lf = chunk[end] == 13
             start = end + 1
         if start < len(chunk):
             self._skip_lf = False
-            self._buffer += chunk[start:]
+            self._buffer.extend(memoryview(chunk)[start : len(chunk)])
         return lines
 
     def _rest(self) -> list[bytes]:

@@ -87,7 +87,7 @@ def stitch(
     exactly as the SDK decodes a response (``[DONE]``, in-band errors raised as
     ``openai.APIError``); ``"fast"`` builds each chunk with pydantic-core, equal to the SDK's.
     """
-    if isinstance(chunks, Mapping | BaseModel | str | bytes | bytearray):
+    if isinstance(chunks, Mapping | BaseModel | str | bytes | bytearray | memoryview):
         raise TypeError(
             f"stitch() takes an iterable of chunks, not a {type(chunks).__name__}: "
             "pass [chunk] to stitch a single one"
