@@ -54,7 +54,15 @@ from ..core._call import now
 from ..errors import RecordingWarning
 from ._plain import is_sentinel, plain
 from ._redact import Masker, Redact, redact_parts
-from ._secrets import REDACTED, LiteralSecrets, client_secrets, is_secret_key, mask_shapes
+from ._secrets import (
+    REDACTED,
+    LiteralSecrets,
+    client_secrets,
+    is_secret_key,
+    mask_private_keys,
+    mask_shapes,
+    secret_lines,
+)
 
 # ``Redact`` and ``redact_parts`` live in ``_redact``; the stream wrappers take them from here.
 __all__ = ["FORMAT", "Recorder", "Redact", "recording_path", "redact_parts"]
@@ -221,6 +229,16 @@ class Recorder:
     def _write(self, record: Mapping[str, Any]) -> None:
         assert self._out is not None
         line = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+        if "---" in line:
+            # A PEM private key may sit in any string of any record (every BEGIN line holds dashes,
+            # which JSON never escapes, so a line without them holds none). Masked in a fresh copy,
+            # in document order; each block becomes a literal secret, masked in later records too.
+            found: list[str] = []
+            data = mask_private_keys(json.loads(line), found)
+            if found:
+                self._remember_found(found)
+                record = data
+                line = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
         if self._secrets and self._secrets.found_in(line):
             line = json.dumps(self._secrets.mask(dict(record)), ensure_ascii=False, separators=(",", ":"))
         self._out.write(line + "\n")
@@ -240,14 +258,23 @@ class Recorder:
                 out[key] = REDACTED
                 self._remember([value])
             elif key in _SCHEMA_OPTIONS:
-                out[key] = plain(value)
+                out[key] = self._plain(value)
             else:
-                out[key] = self._scrub(plain(value), shapes=key not in _CONTENT_OPTIONS)
+                out[key] = self._scrub(self._plain(value), shapes=key not in _CONTENT_OPTIONS)
         return out
+
+    def _plain(self, value: Any) -> Any:
+        """:func:`plain`, with every PEM private key masked (and remembered) before anything else
+        looks at it: a key spread over a list of its lines is masked whole only while it is whole."""
+        found: list[str] = []
+        data = mask_private_keys(plain(value), found)
+        if found:
+            self._remember_found(found)
+        return data
 
     def _scrub(self, value: Any, *, shapes: bool) -> Any:
         """Values under credential names masked (and remembered); with ``shapes``, credential-shaped
-        text masked too."""
+        text masked too, in keys as in values (and remembered: an echo of it is masked as well)."""
         if isinstance(value, dict):
             out: dict[str, Any] = {}
             for k, v in value.items():
@@ -255,13 +282,27 @@ class Recorder:
                     out[k] = REDACTED
                     self._remember([v])
                 else:
-                    out[k] = self._scrub(v, shapes=shapes)
+                    out[self._shapes(k) if shapes else k] = self._scrub(v, shapes=shapes)
             return out
         if isinstance(value, list):
             return [self._scrub(v, shapes=shapes) for v in value]
         if shapes and isinstance(value, str):
-            return mask_shapes(value)
+            return self._shapes(value)
         return value
+
+    def _shapes(self, text: str) -> str:
+        """:func:`mask_shapes`, every credential it masks remembered as a literal secret."""
+        found: list[str] = []
+        masked = mask_shapes(text, found)
+        if found:
+            self._remember_found(found)
+        return masked
+
+    def _remember_found(self, found: Iterable[str]) -> None:
+        """Credentials found by shape become literal secrets (a PEM block line by line, too)."""
+        for piece in found:
+            for literal in secret_lines(piece):
+                self._secrets.add(literal)
 
     def _remember(self, values: Iterable[Any]) -> None:
         """Every string in ``values`` (nested ones too) is a literal secret from now on."""
@@ -282,14 +323,14 @@ class Recorder:
         data: dict[str, Any] = {
             "type": type(error).__name__,
             "module": type(error).__module__,
-            "message": mask_shapes(str(error)),
+            "message": self._shapes(str(error)),
         }
         status = getattr(error, "status_code", None)
         if isinstance(status, int):
             data["status_code"] = status
         body = getattr(error, "body", None)
         if body is not None:
-            data["body"] = self._scrub(plain(body), shapes=True)
+            data["body"] = self._scrub(self._plain(body), shapes=True)
         return data
 
     def _close(self) -> None:

@@ -11,7 +11,12 @@ by strangers. Three nets, each catching what the others miss:
 * **By shape.** Text shaped like a credential (a PEM private key block, an ``sk-...`` key and the
   other well-known key prefixes, a ``Bearer ...`` token, a JWT, a URL or connection string with a
   password) is masked wherever the recorder looks for shapes: every request parameter but the
-  conversation (``messages``) and the tool schemas, and the error text and body of the footer.
+  conversation (``messages``) and the tool schemas, their keys as well as their values, and the
+  error text and body of the footer. A PEM private key is never evidence of anything, so it is
+  masked everywhere, in every record written (the conversation, the tool schemas and the chunks
+  too), in any case and spacing of its BEGIN line, and also when it is spread over consecutive
+  strings (a key given as a list of its lines): a block that is opened and not closed masks what
+  follows until its END line.
 * **Because we know it.** The client's API key, the client's own credential headers, and every
   value masked by the two nets above are *literal secrets*: the text of each is masked wherever it
   appears in what is written (chunks and a server error that echoes the key included). Literals
@@ -26,7 +31,17 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["MIN_LITERAL", "REDACTED", "LiteralSecrets", "client_secrets", "is_secret_key", "mask_shapes"]
+__all__ = [
+    "MIN_LITERAL",
+    "REDACTED",
+    "LiteralSecrets",
+    "PrivateKeys",
+    "client_secrets",
+    "is_secret_key",
+    "mask_private_keys",
+    "mask_shapes",
+    "secret_lines",
+]
 
 REDACTED = "[redacted]"
 MIN_LITERAL = 8
@@ -43,35 +58,134 @@ _SECRET_WORDS = frozenset({"auth", "authorization", "authentication", "oauth", "
 _CAMEL = re.compile(r"([a-z0-9])([A-Z])")
 _WORD = re.compile(r"[a-z0-9]+")
 
-# Text shaped like a credential, and what replaces it.
-_SHAPES: list[tuple[re.Pattern[str], str]] = [
-    # A PEM private key block, to its END line (or to the end of the text when it was cut).
-    (
-        re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----.*?(?:-----END [A-Z0-9 ]*-----|\Z)", re.S),
-        REDACTED,
-    ),
+# A PEM private key block (RFC 7468, and the SSH2 "---- BEGIN ... ----" form): any label that says
+# PRIVATE KEY (RSA, EC, DSA, OPENSSH, ENCRYPTED, "X9.42 DH", PGP's "... KEY BLOCK"), in any case,
+# with any spacing. Labels hold no "-", so a label never runs past its dashes.
+_PEM_BEGIN = re.compile(r"(?i)-{3,}[ \t]*BEGIN[^-\r\n]*PRIVATE\s*KEY[^-\r\n]*-{3,}")
+# The line that closes one: an END line of a *private key*. Any other "-----END ...-----" inside the
+# block (a hostile key holding one) does not close it; a block that is never closed runs to the end.
+_PEM_END = re.compile(r"(?i)-{3,}[ \t]*END[^-\r\n]*PRIVATE\s*KEY[^-\r\n]*-{3,}")
+
+# Text shaped like a credential. Each pattern names the credential ``secret`` (masked, and what
+# ``found`` collects) and keeps what is around it (``pre``, ``post``) readable.
+_SHAPES: list[re.Pattern[str]] = [
     # Well-known API key prefixes: OpenAI/Anthropic sk-, GitHub, GitLab, Slack, AWS, Google, JWTs.
-    (
-        re.compile(
-            r"(?<![A-Za-z0-9])(?:sk-[A-Za-z0-9_-]{12,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_\w{20,}"
-            r"|glpat-[\w-]{20,}|xox[abposr]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}|AIza[0-9A-Za-z_-]{30,}"
-            r"|eyJ[\w-]{8,}\.[\w-]{8,}\.[\w-]{8,})"
-        ),
-        REDACTED,
+    re.compile(
+        r"(?<![A-Za-z0-9])(?P<secret>sk-[A-Za-z0-9_-]{12,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_\w{20,}"
+        r"|glpat-[\w-]{20,}|xox[abposr]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}|AIza[0-9A-Za-z_-]{30,}"
+        r"|eyJ[\w-]{8,}\.[\w-]{8,}\.[\w-]{8,})"
     ),
     # "Bearer <token>" in any case.
-    (re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/=-]{6,}"), rf"\1 {REDACTED}"),
+    re.compile(r"(?i)\b(?P<pre>bearer\s+)(?P<secret>[A-Za-z0-9._~+/=-]{6,})"),
     # scheme://user:password@host: the password goes, the rest stays useful.
-    (re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^\s/@:]*:)[^\s/@]+@"), rf"\1{REDACTED}@"),
+    re.compile(r"(?i)\b(?P<pre>[a-z][a-z0-9+.-]*://[^\s/@:]*:)(?P<secret>[^\s/@]+)(?P<post>@)"),
     # key=value connection strings and query strings: Password=...; api_key=...&
-    (
-        re.compile(
-            r"(?i)\b(password|passwd|pwd|secret|api[-_]?key|access[-_]?token|auth[-_]?token|token)"
-            r"(\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|[^\s;,&\"']+)"
-        ),
-        rf"\1\2{REDACTED}",
+    re.compile(
+        r"(?i)\b(?P<pre>(?:password|passwd|pwd|secret|api[-_]?key|access[-_]?token|auth[-_]?token|token)"
+        r"\s*[=:]\s*)(?P<secret>\"[^\"]*\"|'[^']*'|[^\s;,&\"']+)"
     ),
 ]
+
+
+class PrivateKeys:
+    """Masks PEM private key blocks in a sequence of texts read in order, one block possibly spread
+    over several of them (a key given as a list of its lines, or as a dict key and its value): a
+    text that opens a block and does not close it leaves the following texts masked until one
+    closes it. Each masked piece is added to ``found``."""
+
+    __slots__ = ("found", "inside")
+
+    def __init__(self, found: list[str] | None = None) -> None:
+        self.found: list[str] = found if found is not None else []
+        self.inside = False
+
+    def text(self, text: str) -> str:
+        """``text`` with every private key block (or the part of one it holds) masked."""
+        if not self.inside and "-" not in text:
+            return text
+        out: list[str] = []
+        pos = 0
+        if self.inside:
+            close = _PEM_END.search(text)
+            if close is None:
+                self.found.append(text)
+                return REDACTED
+            self.found.append(text[: close.end()])
+            out.append(REDACTED)
+            pos = close.end()
+            self.inside = False
+        while True:
+            begin = _PEM_BEGIN.search(text, pos)
+            if begin is None:
+                out.append(text[pos:])
+                break
+            out.append(text[pos : begin.start()])
+            out.append(REDACTED)
+            close = _PEM_END.search(text, begin.end())
+            if close is None:
+                self.found.append(text[begin.start() :])
+                self.inside = True
+                break
+            self.found.append(text[begin.start() : close.end()])
+            pos = close.end()
+        return "".join(out)
+
+
+def mask_private_keys(data: Any, found: list[str] | None = None) -> Any:
+    """``data`` (plain JSON data, owned by the caller) with every PEM private key block masked, in
+    keys and values; in place where possible. A block opened and not closed in one string of a list
+    goes on in the strings that follow it in that list, up to its END line (a key given as the list
+    of its lines); anywhere else it ends with its string. Iterative, so a value nested 900 deep is
+    walked like any other."""
+    found = found if found is not None else []
+    if isinstance(data, str):
+        return PrivateKeys(found).text(data)
+    # Each frame: the container, its keys (or indices) in order, the next position, the dict keys
+    # to rename once it is done (a key cannot change while it is walked), and for a list the block
+    # its strings are in.
+    Frame = tuple[Any, list[Any], list[int], dict[str, str], PrivateKeys]
+    stack: list[Frame] = []
+
+    def push(node: Any) -> None:
+        if isinstance(node, dict):
+            stack.append((node, list(node), [0], {}, PrivateKeys(found)))
+        elif isinstance(node, list):
+            stack.append((node, list(range(len(node))), [0], {}, PrivateKeys(found)))
+
+    push(data)
+    while stack:
+        node, order, position, renames, run = stack[-1]
+        if position[0] == len(order):
+            stack.pop()
+            if renames:
+                items = list(node.items())
+                node.clear()
+                for k, v in items:
+                    node[renames.get(k, k)] = v
+            continue
+        k = order[position[0]]
+        position[0] += 1
+        value = node[k]
+        if isinstance(node, dict):
+            if isinstance(k, str):
+                new_key = PrivateKeys(found).text(k)
+                if new_key != k:
+                    renames[k] = new_key
+            if isinstance(value, str):
+                node[k] = PrivateKeys(found).text(value)
+        elif isinstance(value, str):
+            node[k] = run.text(value)
+        else:
+            run.inside = False  # a block spreads over the consecutive strings of a list only
+        push(value)
+    return data
+
+
+def secret_lines(piece: str) -> list[str]:
+    """What to remember of a masked piece as literal secrets: the piece, and each line of it that
+    is not a BEGIN/END line (a server that echoes a key may wrap it differently)."""
+    lines = [line.strip() for line in piece.splitlines()]
+    return [piece, *(x for x in lines if x and "-----" not in x)]
 
 
 def is_secret_key(key: object) -> bool:
@@ -87,10 +201,19 @@ def is_secret_key(key: object) -> bool:
     return bool(words) and words[-1].endswith("token")
 
 
-def mask_shapes(text: str) -> str:
-    """``text`` with everything shaped like a credential masked."""
-    for pattern, replacement in _SHAPES:
-        text = pattern.sub(replacement, text)
+def mask_shapes(text: str, found: list[str] | None = None) -> str:
+    """``text`` with everything shaped like a credential masked; each masked credential is added
+    to ``found`` when given (the recorder remembers them as literal secrets)."""
+    text = PrivateKeys(found).text(text)
+
+    def masked(match: re.Match[str]) -> str:
+        if found is not None:
+            found.append(match.group("secret"))
+        groups = match.groupdict()
+        return (groups.get("pre") or "") + REDACTED + (groups.get("post") or "")
+
+    for pattern in _SHAPES:
+        text = pattern.sub(masked, text)
     return text
 
 
