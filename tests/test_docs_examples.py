@@ -169,15 +169,43 @@ def test_the_readme_is_for_users() -> None:
     assert len(first.code.splitlines()) <= 15
     for page in ("docs/refusals.md", "docs/streaming.md", "docs/production.md", "docs/workers.md"):
         assert f"]({page})" in readme, page
-    for gone in ("_speedups", "TOOLSTITCH_PURE_PYTHON", "../shared", "./dev matrix"):
+    for gone in ("_speedups", "TOOLSTITCH_PURE_PYTHON", "./dev matrix", *OUTSIDE):
         assert gone not in readme, gone
+
+
+# What a clone of the repository does not have: the folder beside it, the design card and research
+# notes kept there. Spelled in pieces, so that this file does not name them itself.
+OUTSIDE = (".." + "/shared", "DESIGN" + ".md", "research" + "/")
+# The files a citation could be in, and what may be left out for now: the core is being rewritten
+# by its owner, who moves its last citations to docs/design.md.
+CITING = ("src", "tests", "scripts", "benchmarks", "docs", "cassettes", ".ci")
+NOT_YET = ("src/toolstitch/core/",)
 
 
 def test_no_page_names_what_the_repository_does_not_hold() -> None:
     for page in PAGES:
         text = page.read_text(encoding="utf-8")
-        for gone in ("../shared", "DESIGN.md", "research/", "_speedups", "TOOLSTITCH_PURE_PYTHON"):
+        for gone in ("_speedups", "TOOLSTITCH_PURE_PYTHON", *OUTSIDE):
             assert gone not in text, (page.name, gone)
+
+
+def test_nothing_points_outside_the_repository() -> None:
+    files = [
+        ROOT / name for name in ("README.md", "CONTRIBUTING.md", "CHANGELOG.md", "pyproject.toml", "dev")
+    ]
+    for folder in CITING:
+        files += [p for p in (ROOT / folder).rglob("*") if p.is_file() and "__pycache__" not in p.parts]
+    found = []
+    for path in files:
+        relative = path.relative_to(ROOT).as_posix()
+        if relative.startswith(NOT_YET) or path.suffix in (".pyc", ".db", ".jsonl"):
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
+        found += [f"{relative}: {gone}" for gone in OUTSIDE if gone in text]
+    assert found == []
 
 
 # ------------------------------------------------------------------- what the examples promise

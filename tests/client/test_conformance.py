@@ -33,7 +33,7 @@ def test_the_corpus_is_there() -> None:
 
 
 class Run:
-    """One transcript streamed through the wrapped client."""
+    """One provider stream, replayed through the wrapped client."""
 
     def __init__(self, stream: Any, chunks: list[Any], error: BaseException | None) -> None:
         self.stream = stream
