@@ -11,7 +11,7 @@ Workloads (``workloads.py``; issue 12): W2, 8 interleaved calls of 500 B in 5-by
 * ``toolstitch``       ``Accumulator.feed`` (events returned) then ``get_final_completion``, with
   every check on: the scanner, limits, anomalies, schema validation at seal (the workload's tool
   has a JSON Schema), metrics;
-* ``toolstitch quiet`` the same through ``Accumulator._feed_quiet``, the entry a wrapped stream
+* ``toolstitch quiet`` the same through ``Accumulator.feed(chunk, events=False)``, the entry a wrapped stream
   uses when nobody asked for events (no event objects built);
 * ``sdk helper``       ``openai.lib.streaming.chat.ChatCompletionStreamState.handle_chunk`` then
   ``get_final_completion`` (W3: one run, it is slow).
@@ -32,6 +32,7 @@ import gc
 import json
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 from openai.lib.streaming.chat import ChatCompletionStreamState
@@ -67,7 +68,7 @@ def toolstitch(chunks: Sequence[Any]) -> None:
 
 def toolstitch_quiet(chunks: Sequence[Any]) -> None:
     acc = ts.Accumulator(tools=TOOLS)
-    feed = acc._feed_quiet
+    feed = partial(acc.feed, events=False)
     for chunk in chunks:
         feed(chunk)
     acc.get_final_completion()

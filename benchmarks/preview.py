@@ -4,7 +4,8 @@ Run: ``.venv/bin/python benchmarks/preview.py`` (``--size BYTES`` for another ca
 
 Workload W3 (one 200 KB call in 4-byte fragments, about 50,002 chunks, see ``workloads.py``):
 
-* ``accumulate``          ``Accumulator._feed_quiet`` for every chunk, no previews (the baseline);
+* ``accumulate``          ``Accumulator.feed(chunk, events=False)`` for every chunk, no previews
+  (the baseline);
 * ``preview every 100``   the same, reading ``call.preview`` every 100 chunks (a UI refreshing);
 * ``preview every chunk`` the same, reading it after every chunk;
 * ``sdk helper, strict``  ``ChatCompletionStreamState`` with the tool marked ``strict``: it parses
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from jiter import from_json
@@ -49,7 +51,7 @@ def main() -> None:
 
     def accumulate(every: int = 0) -> None:
         acc = ts.Accumulator(tools=TOOLS)
-        feed = acc._feed_quiet
+        feed = partial(acc.feed, events=False)
         for number, chunk in enumerate(chunks):
             feed(chunk)
             if every and number % every == 0 and acc.tool_calls:

@@ -160,16 +160,17 @@ def test_a_logprobs_value_of_the_wrong_type_keeps_the_finish_reason() -> None:
 def test_an_internal_failure_refuses_the_calls_the_chunk_touched_and_reads_the_rest(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from toolstitch.core import _route
+    from toolstitch.core._call import ToolCall
 
-    real = _route.apply_identity
+    real = ToolCall._append
 
-    def broken(table: Any, call: Any, frag: Any, anomalies: Any) -> None:
-        real(table, call, frag, anomalies)
-        if frag.arguments == "BOOM":
-            raise RuntimeError("a bug")
+    def broken(self: Any, text: str, size: int) -> bool:
+        kept = real(self, text, size)
+        if text == "BOOM":
+            raise RuntimeError("a bug after the text was appended")
+        return kept
 
-    monkeypatch.setattr("toolstitch.core._accumulator.apply_identity", broken)
+    monkeypatch.setattr(ToolCall, "_append", broken)
     acc = ts.Accumulator()
     acc.feed(calls(entry(0, "call_1", "f", '{"a": 1}')))
     acc.feed(calls(entry(1, "call_2", "f", '{"b": 2}')))
@@ -573,7 +574,7 @@ def test_identity_fields_cannot_grow_without_bound() -> None:
     huge = "n" * 50_000
     acc = run([calls(entry(0, huge, huge, "{}")), done()])
     (call,) = acc.tool_calls
-    assert call.status == "invalid" and isinstance(call.error, ts.errors.MissingName)
+    assert call.status == "invalid" and isinstance(call.error, ts.errors.ToolCallError)
     assert call.id and len(call.id) < 100
     acc = ts.Accumulator()
     acc.feed(calls(entry(0, "a", "f")))

@@ -123,7 +123,7 @@ def test_a_streamed_call_previews_consistently_and_ends_as_parsed(
     acc = ts.Accumulator()
     seen = ""
     for number, item in enumerate(stream):
-        acc._feed_quiet(_sdk_object(item) if number % 2 else item)
+        acc.feed(_sdk_object(item) if number % 2 else item, events=False)
         calls = acc.tool_calls
         if not calls or number % every:
             continue

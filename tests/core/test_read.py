@@ -1,4 +1,4 @@
-"""``core._read``: one raw chunk into canonical pieces (pure; no calls involved)."""
+"""``core._read`` and ``core._values``: the one reader, observed through the accumulator it writes."""
 
 from __future__ import annotations
 
@@ -9,15 +9,20 @@ import pytest
 from openai._models import construct_type
 from openai.types.chat import ChatCompletionChunk
 
-from toolstitch.core._anomaly import Anomaly
-from toolstitch.core._read import json_text, read_chunk, read_index, show
-from toolstitch.errors import InBandError, MalformedChunk
+import toolstitch as ts
+from toolstitch.core._values import json_text, read_index, show
+from toolstitch.errors import InBandError
 
 
-def read(chunk: Any) -> tuple[Any, list[Any], list[Anomaly]]:
-    notes: list[Anomaly] = []
-    envelope, pieces = read_chunk(chunk, notes)
-    return envelope, pieces, notes
+def read(*chunks: Any) -> ts.Accumulator:
+    acc = ts.Accumulator()
+    for chunk in chunks:
+        acc.feed(chunk)
+    return acc
+
+
+def codes(acc: ts.Accumulator) -> list[str]:
+    return [a.code for a in acc.anomalies]
 
 
 def sdk(chunk: dict[str, Any]) -> Any:
@@ -57,42 +62,35 @@ CHUNK = {
 
 
 @pytest.mark.parametrize("make", [dict, sdk], ids=["dict", "sdk"])
-def test_a_chunk_reads_into_envelope_pieces_and_fragments(make: Any) -> None:
-    envelope, pieces, notes = read(make(CHUNK))
-    assert (envelope.id, envelope.model, envelope.created, envelope.system_fingerprint) == (
-        "chatcmpl-1",
-        "m",
-        7,
-        "fp",
-    )
-    assert envelope.extra == {"provider": {"name": "x"}}  # per-chunk noise (obfuscation) is dropped
-    (piece,) = pieces
-    assert (piece.index, piece.role, piece.content, piece.finish_reason) == (0, "assistant", "hi", None)
-    assert piece.extra == {"reasoning_content": "think"}  # scalar labels (channel) are not kept
-    (frag,) = piece.tool_fragments
-    assert (frag.index, frag.id, frag.name, frag.type, frag.arguments) == (
+def test_a_chunk_reads_into_the_envelope_the_choice_and_its_call(make: Any) -> None:
+    acc = read(make(CHUNK))
+    assert (acc._id, acc._model, acc._created, acc._system_fingerprint) == ("chatcmpl-1", "m", 7, "fp")
+    assert acc._extra == {"provider": {"name": "x"}}  # per-chunk noise (obfuscation) is dropped
+    state = acc._choices[0]
+    assert (state.role, state.content, state.finish_reason) == ("assistant", ["hi"], None)
+    assert state.reasoning == {"reasoning_content": ["think"]}  # scalar labels (channel) are not kept
+    (call,) = acc.tool_calls
+    assert (call.index, call.id, call.name, call.type, call.arguments) == (
         0,
         "call_1",
         "f",
         "function",
         '{"a"',
     )
-    assert frag.extra == {"extra_content": {"google": {}}, "function": {"thought_signature": "s"}}
-    assert notes == []
+    assert call.extra == {"extra_content": {"google": {}}, "function": {"thought_signature": "s"}}
+    assert acc.anomalies == []
 
 
 def test_an_envelope_field_of_the_wrong_type_reads_as_absent() -> None:
-    envelope, _, _ = read({"id": 5, "model": {"deep": 1}, "created": "x", "usage": 3, "choices": []})
-    assert (envelope.id, envelope.model, envelope.created, envelope.usage) == (None, None, None, None)
+    acc = read({"id": 5, "model": {"deep": 1}, "created": "x", "usage": 3, "choices": []})
+    assert (acc._id, acc._model, acc._created, acc.usage) == (None, None, None, None)
 
 
-def test_unusable_chunks_raise_inside_the_core_only() -> None:
-    with pytest.raises(MalformedChunk):
-        read_chunk([1, 2], [])
-    with pytest.raises(InBandError):
-        read_chunk({"error": {"message": "overloaded"}}, [])
-    _, pieces, _ = read({"error": None, "choices": []})
-    assert pieces == []
+def test_unusable_chunks_are_noted_and_an_error_ends_the_input() -> None:
+    acc = read([1, 2], {"error": None, "choices": []})
+    assert "malformed_chunk" in codes(acc) and not acc.ended
+    acc = read({"error": {"message": "overloaded"}})
+    assert acc.ended and isinstance(acc.error, InBandError)
 
 
 @pytest.mark.parametrize(
@@ -153,31 +151,54 @@ def test_arguments_as_an_object_are_serialised_once_and_noted() -> None:
             {"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": {"é": 1}}}]}}
         ]
     }
-    _, (piece,), _ = read(chunk)
-    (frag,) = piece.tool_fragments
-    assert (frag.arguments, frag.replace, frag.error) == ('{"é": 1}', True, None)
-    assert [a.code for a in frag.anomalies] == ["arguments_object"]
+    (call,) = read(chunk).tool_calls
+    assert call.arguments == '{"é": 1}' and call._pending_error is None
+    assert "arguments_object" in [a.code for a in call.anomalies]
 
 
 @pytest.mark.parametrize(
-    ("entry", "code"),
+    ("entry", "code", "refused"),
     [
-        ({"index": 0, "id": "", "function": {"name": "f"}}, "empty_string_field"),
-        ({"index": 0, "id": "null", "function": {"name": "f"}}, "null_string_field"),
-        ({"index": 0, "id": 7, "function": {"name": "f"}}, "id_not_string"),
-        ({"index": 0, "function": {"name": ["f"]}}, "malformed_chunk"),
-        ({"index": 0, "function": "f"}, "malformed_chunk"),
-        ({"index": 0, "function": {"arguments": 5}}, "arguments_not_string"),
+        ({"index": 0, "id": "", "function": {"name": "f"}}, "empty_string_field", False),
+        ({"index": 0, "id": "null", "function": {"name": "f"}}, "null_string_field", False),
+        ({"index": 0, "id": 7, "function": {"name": "f"}}, "id_not_string", False),
+        ({"index": 0, "function": {"name": ["f"]}}, "malformed_chunk", True),
+        ({"index": 0, "function": "f"}, "malformed_chunk", True),
+        ({"index": 0, "function": {"arguments": 5}}, "arguments_not_string", True),
+        ({"index": 0, "id": {"x": 1}, "function": {"name": "f"}}, "malformed_chunk", True),
+        ({"index": 0, "type": ["function"], "function": {"name": "f"}}, "malformed_chunk", True),
     ],
 )
-def test_field_repairs_are_noted(entry: dict[str, Any], code: str) -> None:
-    _, (piece,), notes = read({"choices": [{"index": 0, "delta": {"tool_calls": [entry]}}]})
-    (frag,) = piece.tool_fragments
-    assert code in [a.code for a in frag.anomalies or []] + [a.code for a in notes]
+def test_field_repairs_are_noted_and_what_was_dropped_refuses_the_call(
+    entry: dict[str, Any], code: str, refused: bool
+) -> None:
+    acc = read({"choices": [{"index": 0, "delta": {"tool_calls": [entry]}}]})
+    (call,) = acc.tool_calls
+    assert code in [a.code for a in call.anomalies] + codes(acc)
+    assert (call._pending_error is not None) == refused
+
+
+class Text(str):
+    """A ``str`` subclass: not the text the SDK decodes, so it cannot be read as arguments."""
+
+
+def test_a_str_subclass_as_arguments_refuses_the_call() -> None:
+    head = {"index": 0, "id": "a", "type": "function", "function": {"name": "f", "arguments": ""}}
+    acc = read(
+        {"choices": [{"index": 0, "delta": {"tool_calls": [head]}}]},
+        {
+            "choices": [
+                {"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": Text("{}")}}]}}
+            ]
+        },
+        {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+    )
+    (call,) = acc.tool_calls
+    assert call.status == "invalid"
 
 
 def test_wrong_shapes_are_skipped_and_noted() -> None:
-    _, pieces, notes = read(
+    acc = read(
         {
             "choices": [
                 "not a choice",
@@ -186,47 +207,83 @@ def test_wrong_shapes_are_skipped_and_noted() -> None:
             ]
         }
     )
-    assert [p.index for p in pieces] == [0, 1]
-    assert pieces[1].content is None and pieces[1].finish_reason is None
-    codes = [a.code for a in notes]
-    assert codes.count("malformed_chunk") >= 5 and "finish_reason_empty" in codes
+    assert sorted(acc._choices) == [0, 1]
+    assert acc._choices[1].content == [] and acc._choices[1].finish_reason is None
+    assert codes(acc).count("malformed_chunk") >= 1 and "finish_reason_empty" in codes(acc)
 
 
 def test_a_legacy_function_call_reads_as_call_zero() -> None:
-    _, (piece,), _ = read(
-        {"choices": [{"index": 0, "delta": {"function_call": {"name": "f", "arguments": "{}"}}}]}
+    acc = read({"choices": [{"index": 0, "delta": {"function_call": {"name": "f", "arguments": "{}"}}}]})
+    (call,) = acc.tool_calls
+    assert (call.index, call.name, call.arguments) == (0, "f", "{}")
+    assert "legacy_function_call" in [a.code for a in call.anomalies]
+
+
+@pytest.mark.parametrize("index", [True, 1.5, "x", -1, None])
+def test_a_choice_without_a_usable_index_among_several_refuses_every_open_call(index: Any) -> None:
+    """One implementation decides the choice: a piece that names none cannot be routed."""
+    head = {"index": 0, "id": "a", "type": "function", "function": {"name": "f", "arguments": '{"x": '}}
+    acc = read(
+        {"choices": [{"index": 0, "delta": {"tool_calls": [head]}}, {"index": 1, "delta": {"content": "y"}}]},
+        {
+            "choices": [
+                {"index": index, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": "1}"}}]}}
+            ]
+        },
+        {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
     )
-    (frag,) = piece.tool_fragments
-    assert (frag.index, frag.name, frag.arguments) == (0, "f", "{}")
-    assert [a.code for a in frag.anomalies] == ["legacy_function_call"]
+    (call,) = acc.tool_calls
+    assert call.status == "invalid" and call.arguments == '{"x": '
 
 
-def test_an_entry_that_cannot_be_read_damages_its_choice_only(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_choice_index_sent_as_an_integral_float_is_that_choice() -> None:
+    head = {"index": 0, "id": "a", "type": "function", "function": {"name": "f", "arguments": '{"x": '}}
+    acc = read(
+        {"choices": [{"index": 0, "delta": {"content": "y"}}, {"index": 1, "delta": {"tool_calls": [head]}}]},
+        {
+            "choices": [
+                {"index": 1.0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": "1}"}}]}}
+            ]
+        },
+        {"choices": [{"index": 1, "delta": {}, "finish_reason": "tool_calls"}]},
+    )
+    (call,) = acc.calls(1)
+    assert call.ready and call.parsed == {"x": 1}
+
+
+def test_an_entry_that_cannot_be_read_refuses_its_choice_only(monkeypatch: pytest.MonkeyPatch) -> None:
     from toolstitch.core import _read
 
-    real = _read._read_tool_fragment
+    real = _read.clean_str
 
-    def flaky(entry: Any, notes: Any, depth: int) -> Any:
-        if entry.get("id") == "boom":
+    def flaky(value: Any, what: str, notes: Any, raw: Any) -> Any:
+        if value == "boom":
             raise RuntimeError("a bug")
-        return real(entry, notes, depth)
+        return real(value, what, notes, raw)
 
-    monkeypatch.setattr(_read, "_read_tool_fragment", flaky)
-    chunk = {
-        "choices": [
-            {
-                "index": 0,
-                "delta": {"tool_calls": [{"index": 0, "id": "boom"}, {"index": 1, "id": "ok"}]},
-                "finish_reason": "tool_calls",
-            },
-            {"index": 1, "delta": {"content": "x"}},
-        ]
-    }
-    _, (first, second), notes = read(chunk)
-    assert first.damaged and not second.damaged
-    assert [f.id for f in first.tool_fragments] == ["ok"]
-    assert first.finish_reason == "tool_calls"
-    assert "internal_error" in [a.code for a in notes]
+    monkeypatch.setattr(_read, "clean_str", flaky)
+    head = {"index": 0, "id": "ok", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    acc = read(
+        {
+            "choices": [
+                {"index": 0, "delta": {"tool_calls": [head]}},
+                {"index": 1, "delta": {"tool_calls": [head]}},
+            ]
+        },
+        {
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": {"tool_calls": [{"index": 1, "id": "boom"}]},
+                    "finish_reason": "tool_calls",
+                },
+                {"index": 1, "delta": {"content": "x"}, "finish_reason": "tool_calls"},
+            ]
+        },
+    )
+    assert [c.status for c in acc.calls(0)] == ["invalid"]
+    assert [c.status for c in acc.calls(1)] == ["ready"]
+    assert "internal_error" in codes(acc)
 
 
 def test_show_never_raises_nor_grows() -> None:

@@ -67,7 +67,8 @@ def test_hostile_text_never_raises_and_is_linear() -> None:
     assert recovery.find(deep)[1] == []
     many = "<think>x</think><tool_call>{}</tool_call>" * 20_000  # thinking spans and blocks interleaved
     assert recovery.find(many)[1] == []
-    _, frags = recovery.fragments(
+    _, entries = recovery.entries(
         '<tool_call>{"name": "get_weather", "arguments": {"city": NaN}}</tool_call>', 0
     )
-    assert frags[0].error is not None  # NaN is not JSON: the recovered call will be refused
+    # NaN is not JSON: the entry carries the value itself, which the reader refuses.
+    assert type(entries[0][0]["function"]["arguments"]) is dict

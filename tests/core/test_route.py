@@ -5,9 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from toolstitch.core._anomaly import Anomaly
+from toolstitch.core._call import text_size
 from toolstitch.core._limits import Limits
-from toolstitch.core._read import ToolFragment
 from toolstitch.core._route import (
+    FURTHER,
+    NEW_ID,
     SKIP,
     CallTable,
     apply_identity,
@@ -20,37 +22,49 @@ from toolstitch.core._route import (
 LIMITS = Limits()
 
 
+class Fragment:
+    """A cleaned ``delta.tool_calls`` entry, as the reader hands its values to the router."""
+
+    def __init__(self, index: Any, id: Any, name: Any, args: Any, replace: bool) -> None:
+        self.index, self.id, self.name, self.arguments, self.replace = index, id, name, args, replace
+        self.type = "function" if id is not None else None
+        self.raw = {"index": index}
+        self.further = False
+
+
 def frag(
     index: Any = None, id: Any = None, name: Any = None, args: Any = None, replace: bool = False
-) -> ToolFragment:
-    f = ToolFragment()
-    f.index, f.id, f.name, f.arguments, f.replace = index, id, name, args, replace
-    f.type = "function" if id is not None else None
-    f.raw = {"index": index}
-    return f
+) -> Fragment:
+    return Fragment(index, id, name, args, replace)
 
 
 class Router:
-    """Drives the router the way the accumulator does, without the accumulator."""
+    """Drives the router the way the reader does, without the accumulator."""
 
     def __init__(self) -> None:
         self.table = CallTable()
         self.notes: list[Anomaly] = []
 
-    def feed(self, f: ToolFragment) -> Any:
-        call, index = resolve_call(self.table, f, 0, self.notes)
+    def feed(self, f: Fragment) -> Any:
+        call, index, flags = resolve_call(
+            self.table, f.index, f.id, f.name, f.arguments, True, 0, f.raw, self.notes
+        )
+        f.further = bool(flags & FURTHER)
         if index == SKIP:
             return None
         if call is None:
-            call = open_call(self.table, 0, index, LIMITS, 0.0)
-        apply_identity(self.table, call, f, self.notes)
+            call = open_call(self.table, 0, index, LIMITS, 0.0, lambda: 0.0)
+        apply_identity(self.table, call, f.id, f.name, f.type, None, bool(flags & NEW_ID), f.raw, self.notes)
         call._metrics.fragments += 1
-        text, whole = argument_text(call, f, self.notes)
-        if text is not None:
-            if whole:
-                call._replace_arguments(text, 0.0)
-            else:
-                call._append(text, 0.0)
+        if f.arguments:
+            text, whole = argument_text(
+                self.table, call, f.arguments, f.replace, bool(flags & FURTHER), f.raw, self.notes
+            )
+            if text is not None:
+                if whole:
+                    call._replace_arguments(text)
+                else:
+                    call._append(text, text_size(text))
         return call
 
     def codes(self) -> list[str]:

@@ -113,7 +113,7 @@ class _Base:
         if self._events_wanted:
             self._pending = self.accumulator.feed(chunk)
         else:  # nobody reads the events: the core's entry that builds none (same state, metrics)
-            self.accumulator._feed_quiet(chunk)
+            self.accumulator.feed(chunk, events=False)
 
     def record(self, target: str | os.PathLike[str] | IO[str], *, redact: Redact = False) -> Recorder:
         """Record this stream to ``target`` (a path, or an open text file) as JSONL.
@@ -181,10 +181,10 @@ class StitchedStream(_Base, openai.Stream[ChatCompletionChunk]):
     def _iterate(self) -> Generator[ChatCompletionChunk, None, None]:
         # The twins differ only in ``for``; what happens to a chunk is ``_take``, shared.
         try:
-            quiet = self.accumulator._feed_quiet
+            feed = self.accumulator.feed
             for chunk in self._sdk_stream:
                 if self._plain:
-                    quiet(chunk)
+                    feed(chunk, events=False)
                 else:
                     self._take(chunk)
                 yield chunk
@@ -267,10 +267,10 @@ class AsyncStitchedStream(_Base, openai.AsyncStream[ChatCompletionChunk]):
     async def _iterate(self) -> AsyncGenerator[ChatCompletionChunk, None]:
         # The twins differ only in ``async for``; what happens to a chunk is ``_take``, shared.
         try:
-            quiet = self.accumulator._feed_quiet
+            feed = self.accumulator.feed
             async for chunk in self._sdk_stream:
                 if self._plain:
-                    quiet(chunk)
+                    feed(chunk, events=False)
                 else:
                     self._take(chunk)
                 yield chunk

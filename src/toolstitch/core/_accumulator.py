@@ -30,52 +30,37 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, replace
-from operator import itemgetter
 from typing import Any, Literal
 
 from openai.types.chat import ChatCompletion
 from pydantic import BaseModel, ValidationError
 
-from ..errors import IncompleteStreamError, InternalFault, LimitExceeded, MalformedArguments, MalformedChunk
+from ..errors import InBandError, IncompleteStreamError, InternalFault, LimitExceeded, ToolCallError
 from ._anomaly import Anomaly, AnomalyCode
 from ._call import ToolCall, now, push, text_size, timings_dict
-from ._choice import ChoiceState
 from ._events import (
     AnomalyRecorded,
-    ArgumentsComplete,
-    ArgumentsDelta,
-    ArgumentsMalformed,
     ChoiceFinished,
-    ContentDelta,
     Event,
     ReasoningDelta,
-    RefusalDelta,
     StreamEnded,
     ToolCallIncomplete,
     ToolCallInvalid,
     ToolCallReady,
-    ToolCallStarted,
+    content_delta,
 )
-from ._fast import take_chunk
 from ._limits import Limits, retained, sample
-from ._read import ChoicePiece, InBandError, ToolFragment, read_chunk, show
+from ._read import ChoiceState, read_chunk, read_fragment
 from ._recover import TextToolCallRecovery
-from ._route import SKIP, apply_identity, argument_text, ensure_ids, open_call, resolve_call
+from ._route import ensure_ids
 from ._seal import CallChecks
 from ._serialisable import serialisable
+from ._values import MAX_LABEL, REASONING_FIELDS, opt_int, opt_str, show
 
 __all__ = ["Accumulator", "StreamMetrics"]
 
 _NO_EVENTS: Sequence[Event] = ()
 _ENVELOPE_FIELDS = ("id", "model", "created", "object", "system_fingerprint", "service_tier")
-
-
-def _nones_of(keys: tuple[str, ...]) -> tuple[Callable[[Any], Any], Any] | None:
-    """``(getter, unset)``: ``getter(fields)`` is ``unset`` exactly when each of ``keys`` is None in
-    ``fields`` (one C call instead of a loop); None for no keys."""
-    if not keys:
-        return None
-    return itemgetter(*keys), (None if len(keys) == 1 else (None,) * len(keys))
 
 
 _MAX_USAGE = 1 << 20
@@ -153,10 +138,6 @@ class Accumulator:
     the metrics of a replayed stream are those of the original.
     """
 
-    _fast_path = True
-    """Read the common shape of a chunk on the fast path (``_fast.py``). Tests switch it off on an
-    instance to compare the two paths; nothing else should."""
-
     def __init__(
         self,
         tools: Iterable[Any] | None = None,
@@ -206,13 +187,12 @@ class Accumulator:
         self._service_tier: str | None = None
         self._usage: Any = None
         self._extra: dict[str, Any] = {}
-        self._fast_ready = False
-        """True from the second chunk until the end, unless ``_fast_path`` was switched off."""
         self._envelope_unset: tuple[str, ...] = _ENVELOPE_FIELDS
-        """The envelope fields not kept yet: a chunk carrying one of them takes the general path."""
-        self._envelope_nones = _nones_of(_ENVELOPE_FIELDS)
-        """For the fast path: reads those fields of an SDK chunk's ``__dict__`` at once, and what
-        they read when none is set (``None`` when every field is kept)."""
+        """The envelope fields not kept yet (the first usable value wins): read while any is left."""
+        self._touched: ToolCall | None = None
+        """The call the tool-call entry being read reached (refused if reading it fails)."""
+        self._t: float | None = None
+        """The current chunk's time, read from the clock once, when first needed (:meth:`_now`)."""
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -258,55 +238,67 @@ class Accumulator:
 
     # -- feeding -----------------------------------------------------------------------------
 
-    def feed(self, chunk: Any, seq: int | None = None) -> Sequence[Event]:
+    def feed(self, chunk: Any, seq: int | None = None, *, events: bool = True) -> Sequence[Event]:
         """Take one chunk (a ``ChatCompletionChunk`` or a dict) and return what happened.
 
         ``seq`` is an optional monotonic sequence number (for example the SSE event id): a chunk
         whose number is not greater than the last one seen is a transport replay and is dropped,
         with an anomaly. Without ``seq`` every chunk is taken as new, so a chunk fed twice is
         counted twice (its arguments appended twice): pass ``seq`` when the transport can resend.
+
+        ``events=False`` is for a consumer that never reads the events (the wrapped stream, unless
+        its user asked for them): the state written is the same, but the per-chunk events are not
+        built and the scanner is not asked where each call's JSON stands; the result is empty.
+
         Never raises: a failure inside toolstitch refuses the calls the chunk touched.
         """
+        out: list[Event] = []
         try:
-            if self._fast_ready and seq is None:
-                # What ``_feed`` does first, without its layers: this is the per-chunk hot path.
-                try:
-                    taken = take_chunk(self, chunk, True)
-                except Exception as exc:
-                    return self._fast_fault(exc, chunk)
-                if taken is not None:
-                    self.metrics.chunks += 1
-                    return taken
-            return self._feed(chunk, seq, True)
+            metrics = self.metrics
+            if self.ended:
+                self._record(
+                    Anomaly(AnomalyCode.CHUNK_AFTER_END, "a chunk arrived after the end", raw=chunk),
+                    None,
+                    out,
+                )
+                return out if events else _NO_EVENTS
+            if seq is not None:
+                if self._last_seq is not None and seq <= self._last_seq:
+                    self._record(
+                        Anomaly(
+                            AnomalyCode.REPLAYED_CHUNK,
+                            f"chunk #{show(seq)} was already seen; dropped",
+                            raw=chunk,
+                        ),
+                        None,
+                        out,
+                    )
+                    return out if events else _NO_EVENTS
+                self._last_seq = seq
+            self._t = None
+            metrics.chunks += 1
+            if metrics.first_chunk_at is None:
+                metrics.first_chunk_at = self._now()
+            try:
+                read_chunk(self, chunk, out, events)
+            except InBandError as exc:
+                # The SDK raises these itself; fed by hand, the chunk ends the input with the error.
+                self._record(Anomaly(AnomalyCode.IN_BAND_ERROR, str(exc), raw=chunk), None, out)
+                out.extend(self.end(exc))
+            except Exception as exc:
+                # Which calls the chunk touched is unknown here: every open call may have lost a
+                # fragment (rule 9).
+                self._refuse(self._open_calls(), exc, out, chunk)
         except Exception as exc:  # the last net: every finer one failed too
             return self._panic(exc)
+        return out if events else _NO_EVENTS
 
-    def _feed_quiet(self, chunk: Any) -> None:
-        """:meth:`feed` for a consumer that never reads the events (the wrapped stream, unless its
-        user asked for events): the state and metrics written are the same, but the common chunk
-        builds no event objects. Never raises."""
-        try:
-            if self._fast_ready:
-                # What ``_feed`` does first, without its layers: this is the per-chunk hot path.
-                try:
-                    taken = take_chunk(self, chunk, False)
-                except Exception as exc:
-                    self._fast_fault(exc, chunk)
-                    return
-                if taken is not None:
-                    self.metrics.chunks += 1
-                    return
-            self._feed(chunk, None, False)
-        except Exception as exc:
-            self._panic(exc)
-
-    def _fast_fault(self, exc: BaseException, chunk: Any) -> Sequence[Event]:
-        """The fast path failed on ``chunk``: whatever it touched is unknown here, so every open
-        call is refused (rule 9); the chunk is counted."""
-        self.metrics.chunks += 1
-        events: list[Event] = []
-        self._refuse(self._open_calls(), exc, events, chunk)
-        return events
+    def _now(self) -> float:
+        """The current chunk's time: the clock is read once per chunk, and only when needed."""
+        t = self._t
+        if t is None:
+            t = self._t = self._clock()
+        return t
 
     def _panic(self, exc: BaseException) -> Sequence[Event]:
         """Refuse every open call, record the failure, raise nothing (fail closed, rule 9)."""
@@ -318,61 +310,6 @@ class Accumulator:
                 for call in state.table.calls:
                     if call._status == "open":
                         call._invalidate(InternalFault("toolstitch failed; the call was refused"))
-        return events
-
-    def _feed(self, chunk: Any, seq: int | None, want_events: bool) -> Sequence[Event]:
-        if self.ended:
-            return self._note_chunk(AnomalyCode.CHUNK_AFTER_END, "a chunk arrived after the end", chunk)
-        if seq is not None:
-            if self._last_seq is not None and seq <= self._last_seq:
-                return self._note_chunk(
-                    AnomalyCode.REPLAYED_CHUNK, f"chunk #{show(seq)} was already seen; dropped", chunk
-                )
-            self._last_seq = seq
-        metrics = self.metrics
-        if self._fast_ready:
-            # The common shape of a chunk (``_fast.py``); None means it is not: read it in full.
-            try:
-                taken = take_chunk(self, chunk, want_events)
-            except Exception as exc:
-                return self._fast_fault(exc, chunk)
-            if taken is not None:
-                metrics.chunks += 1
-                return taken
-        t = self._clock()
-        if metrics.first_chunk_at is None:
-            metrics.first_chunk_at = t
-            # From the second chunk on, the fast path may read (it needs the first one's state).
-            self._fast_ready = self._fast_path
-        metrics.chunks += 1
-        notes: list[Anomaly] = []
-        try:
-            envelope, pieces = read_chunk(chunk, notes, self.limits.max_depth)
-        except MalformedChunk as exc:
-            return self._note_chunk(AnomalyCode.MALFORMED_CHUNK, str(exc), chunk)
-        except InBandError as exc:
-            # The SDK raises these itself; fed by hand, the chunk ends the input with the error.
-            return [*self._note_chunk(AnomalyCode.IN_BAND_ERROR, str(exc), chunk), *self.end(exc)]
-        except Exception as exc:
-            # Nothing of the chunk could be read, so which calls it touched is unknown: every open
-            # call may have lost a fragment.
-            events: list[Event] = []
-            self._refuse(self._open_calls(), exc, events, chunk)
-            return events
-        events = []
-        try:
-            self._take_envelope(envelope, bool(pieces), notes, chunk, events)
-        except Exception as exc:
-            notes.append(_fault(exc, "reading the chunk's envelope", None, chunk))
-        for piece in pieces:
-            self._take_choice(piece, t, events, notes)
-        for note in notes:
-            self._record(note, None, events)
-        return events or _NO_EVENTS
-
-    def _note_chunk(self, code: str, message: str, chunk: Any) -> Sequence[Event]:
-        events: list[Event] = []
-        self._record(Anomaly(code, message, raw=chunk), None, events)
         return events
 
     def _charge(self, size: int, what: str, choice: int | None, events: list[Event]) -> bool:
@@ -393,6 +330,10 @@ class Accumulator:
         self._bytes_left = left
         return True
 
+    @staticmethod
+    def _is_limit(error: ToolCallError) -> bool:
+        return isinstance(error, LimitExceeded)
+
     def _keep(self, value: Any, what: str, choice: int | None, events: list[Event]) -> bool:
         """May ``value`` (an unknown field, usage, logprobs) be kept? Too deep or over budget: no."""
         size = retained(value, self.limits.max_depth)
@@ -409,110 +350,118 @@ class Accumulator:
             return False
         return self._charge(size, what, choice, events)
 
-    def _take_envelope(
-        self, env: Any, has_choices: bool, notes: list[Anomaly], chunk: Any, events: list[Event]
-    ) -> None:
-        if self._id is None and env.id:
-            self._id = env.id
-        if self._model is None and env.model:
-            self._model = env.model
-        if self._created is None and env.created is not None:
-            self._created = env.created
-        if self._object is None and env.object:
-            self._object = env.object
-        if env.system_fingerprint and self._system_fingerprint is None:
-            self._system_fingerprint = env.system_fingerprint
-        if env.service_tier and self._service_tier is None:
-            self._service_tier = env.service_tier
-        if env.usage is not None:
-            if self._usage is not None:
-                notes.append(Anomaly(AnomalyCode.USAGE_REPEATED, "usage arrived on more than one chunk"))
-            size = retained(env.usage, self.limits.max_depth, stop=_MAX_USAGE)
-            if 0 <= size <= _MAX_USAGE:  # replaced, not accumulated: one value is kept at a time
-                self._usage = env.usage
-            else:
-                notes.append(Anomaly(AnomalyCode.TOO_DEEP, "usage was nested too deep or too big; dropped"))
-        elif not has_choices:
-            notes.append(Anomaly(AnomalyCode.EMPTY_CHOICES, "a chunk had no choices and no usage", raw=chunk))
-        if env.extra:
-            for key, value in env.extra.items():
-                if self._keep(value, f"the chunk field {show(key)}", None, events):
-                    self._extra[key] = value
-        self._envelope_unset = tuple(
-            key
-            for key, kept in (
-                ("id", self._id),
-                ("model", self._model),
-                ("created", self._created),
-                ("object", self._object),
-                ("system_fingerprint", self._system_fingerprint),
-                ("service_tier", self._service_tier),
+    def _take_envelope(self, fields: dict[str, Any]) -> None:
+        """Keep the first usable value of each envelope field still unset (a wrong type reads as
+        absent); once all are kept, a chunk's envelope is not read at all."""
+        get = fields.get
+        kept_any = False
+        for key in self._envelope_unset:
+            value = get(key)
+            if value is None:
+                continue
+            kept = opt_int(value) if key == "created" else opt_str(value)
+            if kept is not None:
+                setattr(self, "_" + key, kept)
+                kept_any = True
+        if kept_any:
+            self._envelope_unset = tuple(k for k in _ENVELOPE_FIELDS if getattr(self, "_" + k) is None)
+
+    def _take_usage(self, usage: Any, events: list[Event]) -> None:
+        if not isinstance(usage, (dict, BaseModel)):
+            return
+        if self._usage is not None:
+            self._record(
+                Anomaly(AnomalyCode.USAGE_REPEATED, "usage arrived on more than one chunk"), None, events
             )
-            if kept is None
+        size = retained(usage, self.limits.max_depth, stop=_MAX_USAGE)
+        if 0 <= size <= _MAX_USAGE:  # replaced, not accumulated: one value is kept at a time
+            self._usage = usage
+        else:
+            self._record(
+                Anomaly(AnomalyCode.TOO_DEEP, "usage was nested too deep or too big; dropped"), None, events
+            )
+
+    def _take_chunk_fields(self, unknown: dict[str, Any], events: list[Event]) -> None:
+        """Unknown chunk fields, kept for the final completion (rule 6), within the limits."""
+        for key, value in unknown.items():
+            if self._keep(value, f"the chunk field {show(key)}", None, events):
+                self._extra[key] = value
+
+    def _open_choice(self, index: int, events: list[Event]) -> ChoiceState | None:
+        """A new choice, or None past ``Limits.max_choices`` (the piece is dropped and counted)."""
+        if len(self._choices) >= self.limits.max_choices:
+            self.dropped_choices += 1
+            self._record(
+                Anomaly(
+                    AnomalyCode.LIMIT_EXCEEDED,
+                    f"more than Limits.max_choices={self.limits.max_choices} choices; choice "
+                    f"{index} was dropped ({self.dropped_choices} pieces so far)",
+                ),
+                None,
+                events,
+            )
+            return None
+        guessed = self._choices.get(0)
+        if guessed is not None and guessed.guessed and index != 0:
+            # Pieces without a choice index were read as choice 0 while it was the only one;
+            # now there is another, so some of them may have been its: refuse what they reached.
+            guessed.guessed = False
+            self._damaged(guessed, "pieces without a choice index were read as choice 0", None, events)
+        state = self._choices[index] = ChoiceState(index)
+        return state
+
+    def _damaged(self, state: ChoiceState | None, what: str, raw: Any, events: list[Event]) -> None:
+        """A part of a chunk could not be read: the calls it may have carried a fragment for (the
+        open calls of ``state``, or of every choice when the choice is unknown) are refused."""
+        where = state.index if state is not None else None
+        self._record(
+            Anomaly(
+                AnomalyCode.MALFORMED_CHUNK,
+                f"{what}; the open calls it may have belonged to were refused",
+                where,
+                raw=raw,
+            ),
+            None,
+            events,
         )
-        self._envelope_nones = _nones_of(self._envelope_unset)
+        if state is not None:
+            calls = [c for c in state.table.calls if c._status == "open"]
+        else:
+            calls = self._open_calls()
+        self._refuse(
+            calls,
+            None,
+            events,
+            None,
+            why="a part of a chunk that may have carried its text could not be read",
+        )
 
-    def _take_choice(self, piece: ChoicePiece, t: float, events: list[Event], notes: list[Anomaly]) -> None:
-        """Read one choice of a chunk, section by section, so a fault in one still reads the rest."""
-        index = piece.index
-        state = self._choices.get(index)
-        if state is None:
-            if len(self._choices) >= self.limits.max_choices:
-                self.dropped_choices += 1
-                self._record(
-                    Anomaly(
-                        AnomalyCode.LIMIT_EXCEEDED,
-                        f"more than Limits.max_choices={self.limits.max_choices} choices; choice "
-                        f"{index} was dropped ({self.dropped_choices} pieces so far)",
-                    ),
-                    None,
-                    events,
-                )
-                return
-            state = self._choices[index] = ChoiceState(index)
-        faulted = False
-        try:
-            self._take_text(state, piece, events, notes)
-        except Exception as exc:
-            faulted = True
-            notes.append(_fault(exc, "reading a delta", index, None))
-        if piece.tool_fragments:
-            for frag in piece.tool_fragments:
-                try:
-                    self._take_fragment(state, frag, t, events, notes)
-                except Exception as exc:
-                    faulted = True
-                    notes.append(_fault(exc, "routing a tool-call fragment", index, frag.raw))
-        sealing: list[ToolCall] | None = None
-        if piece.finish_reason is not None:
-            # The calls this finish may seal: if sealing fails, none of them may stay ready.
-            sealing = [c for c in state.table.calls if c._status == "open"]
-            try:
-                self._finish(state, piece.finish_reason, t, events, notes)
-                sealing = None
-            except Exception as exc:
-                faulted = True
-                notes.append(_fault(exc, "finishing a choice", index, None))
-        if faulted or piece.damaged:
-            self._contain(state, piece, sealing, events)
-
-    def _contain(
-        self, state: ChoiceState, piece: ChoicePiece, sealing: list[ToolCall] | None, events: list[Event]
+    def _fault(
+        self, state: ChoiceState, exc: BaseException, sealing: list[ToolCall] | None, events: list[Event]
     ) -> None:
-        """Refuse every call this chunk touched in ``state`` (fail closed, rule 9).
-
-        Touched: the calls its fragments reached; when a fragment may be lost (``damaged``), every
-        open call of the choice; when sealing failed, every call that finish was sealing.
-        """
-        touched: list[ToolCall] = [frag.call for frag in piece.tool_fragments or () if frag.call is not None]
-        if piece.damaged:
-            touched.extend(c for c in state.table.calls if c._status == "open")
+        """toolstitch failed while reading a choice: refuse its open calls, and those a failed
+        finish was sealing (rule 9); the rest of the chunk is still read."""
+        self._record(_fault(exc, "reading a choice", state.index, None), None, events)
+        calls = [c for c in state.table.calls if c._status == "open"]
         if sealing:
-            touched.extend(sealing)
-        self._refuse(touched, None, events, None)
+            calls.extend(sealing)
+        self._refuse(calls, None, events, None)
+
+    def _fragment_fault(self, state: ChoiceState, exc: BaseException, raw: Any, events: list[Event]) -> None:
+        """toolstitch failed on one tool-call entry: refuse the call it reached (every open call of
+        its choice when it reached none yet); the chunk's other entries and choices are still read."""
+        self._record(_fault(exc, "routing a tool-call fragment", state.index, raw), None, events)
+        touched = self._touched
+        calls = [touched] if touched is not None else [c for c in state.table.calls if c._status == "open"]
+        self._refuse(calls, None, events, None)
 
     def _refuse(
-        self, calls: list[ToolCall], exc: BaseException | None, events: list[Event], raw: Any
+        self,
+        calls: list[ToolCall],
+        exc: BaseException | None,
+        events: list[Event],
+        raw: Any,
+        why: str | None = None,
     ) -> None:
         """Turn ``calls`` invalid with ``InternalFault``; withdraw a ``ToolCallReady`` of this feed."""
         if exc is not None:
@@ -524,15 +473,17 @@ class Accumulator:
             if call._status == "open":
                 call._metrics.sealed_at = self._clock()
             error = InternalFault(
-                "toolstitch failed on a chunk that touched this call; its arguments may not be "
-                "exactly what arrived, so it was refused (see the internal_error anomaly)",
+                (why or "toolstitch failed on a chunk that touched this call")
+                + "; its arguments may not be exactly what arrived, so it was refused",
                 raw=call.arguments,
             )
             call._invalidate(error)
             refused.add(id(call))
             events.append(ToolCallInvalid(call, error))
             self._record(
-                Anomaly(AnomalyCode.INTERNAL_ERROR, "the call was refused after an internal failure"),
+                Anomaly(AnomalyCode.INTERNAL_ERROR, "the call was refused after an internal failure")
+                if why is None
+                else Anomaly(AnomalyCode.MALFORMED_CHUNK, f"the call was refused: {why}"),
                 call,
                 events,
             )
@@ -542,40 +493,43 @@ class Accumulator:
     def _open_calls(self) -> list[ToolCall]:
         return [c for s in self._choices.values() for c in s.table.calls if c._status == "open"]
 
-    def _take_text(
-        self, state: ChoiceState, piece: ChoicePiece, events: list[Event], notes: list[Anomaly]
-    ) -> None:
-        index = state.index
-        if piece.role:
-            if state.role is not None:
-                notes.append(Anomaly(AnomalyCode.ROLE_REPEATED, "role repeated on a later delta", index))
-            else:
-                state.role = piece.role
-        text = piece.content
-        if text:
-            if state.finish_reason is not None:
-                notes.append(Anomaly(AnomalyCode.FRAGMENT_AFTER_FINISH, "content after finish_reason", index))
-            if self._charge(text_size(text), "content", index, events):
-                push(state.content, text)
-            events.append(ContentDelta(index, text))
-        text = piece.refusal
-        if text:
-            if self._charge(text_size(text), "refusal text", index, events):
-                push(state.refusal, text)
-            events.append(RefusalDelta(index, text))
-        if piece.extra:
-            self._take_extra(state, piece.extra, events)
-        if piece.logprobs is not None:
-            self._take_logprobs(state, piece.logprobs, events, notes)
+    def _take_role(self, state: ChoiceState, role: Any, events: list[Event]) -> None:
+        if type(role) is not str or len(role) > MAX_LABEL:
+            self._record(
+                Anomaly(AnomalyCode.MALFORMED_CHUNK, f"role was {show(role)}; skipped", state.index),
+                None,
+                events,
+            )
+        elif state.role is not None:
+            self._record(
+                Anomaly(AnomalyCode.ROLE_REPEATED, "role repeated on a later delta", state.index),
+                None,
+                events,
+            )
+        elif role:
+            state.role = role
 
-    def _take_extra(self, state: ChoiceState, extra: dict[str, Any], events: list[Event]) -> None:
-        """Unknown delta fields: text is concatenated, lists extended, anything else last-wins."""
+    def _take_content(self, state: ChoiceState, text: str, events: list[Event], want: bool) -> None:
+        index = state.index
+        if state.finish_reason is not None:
+            self._record(
+                Anomaly(AnomalyCode.FRAGMENT_AFTER_FINISH, "content after finish_reason", index), None, events
+            )
+        if self._charge(text_size(text), "content", index, events):
+            push(state.content, text)
+        if want:
+            events.append(content_delta(index, text))
+
+    def _take_delta_fields(self, state: ChoiceState, extra: dict[str, Any], events: list[Event]) -> None:
+        """Unknown delta fields that belong to the message: reasoning text (concatenated, Q29) and
+        structured values (lists extended, objects last-wins). Scalars beside them are per-chunk
+        labels (Groq's ``channel: "analysis"``, Mistral's ``index`` inside the delta, Together's
+        ``token_id``): concatenated or replayed in history they would be garbage, and OpenAI
+        rejects unknown message fields."""
         index = state.index
         for key, value in extra.items():
-            if value is None:
-                continue
             if type(value) is str:
-                if not value:
+                if not value or key not in REASONING_FIELDS:
                     continue
                 if self._charge(text_size(value), "reasoning text", index, events):
                     parts = state.reasoning.get(key)
@@ -583,7 +537,9 @@ class Accumulator:
                         parts = state.reasoning[key] = []
                     push(parts, value)
                 events.append(ReasoningDelta(index, key, value))
-            elif not self._keep(value, f"the delta field {show(key)}", index, events):
+            elif not isinstance(value, (dict, list, BaseModel)) or not self._keep(
+                value, f"the delta field {show(key)}", index, events
+            ):
                 continue
             elif type(value) is list:
                 existing = state.extra.get(key)
@@ -594,21 +550,21 @@ class Accumulator:
             else:
                 state.extra[key] = value
 
-    def _take_logprobs(
-        self, state: ChoiceState, logprobs: Any, events: list[Event], notes: list[Anomaly]
-    ) -> None:
+    def _take_logprobs(self, state: ChoiceState, logprobs: Any, events: list[Event]) -> None:
         index = state.index
         for field in ("content", "refusal"):
             items = logprobs.get(field) if type(logprobs) is dict else getattr(logprobs, field, None)
             if not items:
                 continue
             if type(items) is not list:
-                notes.append(
+                self._record(
                     Anomaly(
                         AnomalyCode.MALFORMED_CHUNK,
                         f"logprobs.{field} was a {type(items).__name__}, not a list; skipped",
                         index,
-                    )
+                    ),
+                    None,
+                    events,
                 )
                 continue
             if not self._keep(items, f"logprobs.{field}", index, events):
@@ -622,126 +578,11 @@ class Accumulator:
                     state.logprobs_refusal = []
                 state.logprobs_refusal.extend(items)
 
-    def _take_fragment(
-        self,
-        state: ChoiceState,
-        frag: ToolFragment,
-        t: float,
-        events: list[Event],
-        notes: list[Anomaly],
-    ) -> None:
-        table = state.table
-        limits = self.limits
-        local: list[Anomaly] = frag.anomalies or []
-        call, index = resolve_call(table, frag, state.index, local)
-        if index == SKIP:
-            for note in local:
-                self._record(note, None, events)
-            return
-        if call is None and len(table.calls) > limits.max_calls_per_choice:
-            # One refused call is kept as the sample; beyond it only a counter grows.
-            table.refused += 1
-            self._record(
-                Anomaly(
-                    AnomalyCode.LIMIT_EXCEEDED,
-                    f"more than Limits.max_calls_per_choice={limits.max_calls_per_choice} tool calls; "
-                    "further calls were counted, not kept",
-                    state.index,
-                ),
-                None,
-                events,
-            )
-            return
-        # What the call was before this fragment: a change to "invalid" is announced below.
-        before_status, before_error = ("open", None) if call is None else (call._status, call._error)
-        if call is None:
-            call = open_call(table, state.index, index, limits, t)
-            if self.metrics.first_tool_call_at is None:
-                self.metrics.first_tool_call_at = t
-            if state.finish_reason is not None:
-                local.append(
-                    Anomaly(
-                        AnomalyCode.FRAGMENT_AFTER_FINISH,
-                        "a new tool call opened after the choice's finish_reason",
-                        raw=frag.raw,
-                    )
-                )
-            events.append(ToolCallStarted(call))
-        frag.call = call
-        if frag.extra and not self._keep(frag.extra, "a tool call's unknown fields", state.index, events):
-            frag.extra = None
-        apply_identity(table, call, frag, local)
-        if before_status == "open" and call._slot >= limits.max_calls_per_choice and call._status == "open":
-            # Refused only after its identity was written, so the refusal names the call.
-            call._exceed_call_limit(limits.max_calls_per_choice, t)
-        call._metrics.fragments += 1
-        if frag.error is not None and call._status == "open":
-            # Arguments sent as an object that is not JSON: nothing true can be made of them. The
-            # call is refused when it is sealed, like any other (its identity is settled by then).
-            call._pending_error = MalformedArguments(
-                f"arguments arrived as an object that is not JSON: {frag.error}"
-            )
-        elif frag.further and call._status == "open" and call._pending_error is None:
-            call._pending_error = MalformedArguments(
-                "a further JSON value arrived for this call after its arguments were complete, with no "
-                "new id and no name: the call holds the concatenated text and is refused, since the "
-                "later value contradicts the first and neither can be trusted alone",
-                raw=call.arguments,
-            )
-        text, replace_all = argument_text(call, frag, local)
-        if text is not None:
-            scanner = call._scanner
-            was_complete = scanner.complete
-            had_error = scanner.error is not None
-            if call._status == "open" and not self._charge(
-                text_size(text), "argument text", state.index, events
-            ):
-                call._exceed("max_stream_bytes", limits.max_stream_bytes, "" if replace_all else text, t)
-                kept = False
-            elif replace_all:
-                call._replace_arguments(text, t)
-                kept = call._status == "open"
-            else:
-                kept = call._append(text, t)
-            if kept:
-                events.append(ArgumentsDelta(call, text))
-                scanner = call._scanner
-                if scanner.complete and not was_complete:
-                    events.append(ArgumentsComplete(call))
-                if scanner.error is not None and not had_error:
-                    events.append(ArgumentsMalformed(call, scanner.error, scanner.error_at))
-            elif before_status != "open" and not isinstance(call._error, LimitExceeded):
-                local.append(
-                    Anomaly(
-                        AnomalyCode.FRAGMENT_AFTER_FINISH,
-                        "argument text arrived for a sealed call; the call was refused",
-                        raw=frag.raw,
-                    )
-                )
-        # A limit, or a late fragment for a sealed call, turned the call invalid: say so, so that an
-        # executor acting on ToolCallReady hears that the call must not run after all.
-        if call._status == "invalid" and call._error is not None and call._error is not before_error:
-            events.append(ToolCallInvalid(call, call._error))
-        for note in local:
-            self._record(note, call, events)
-        # May the next plain piece for this call take the fast path (``_fast.py``)? Only when the
-        # general path would do nothing but append it; any change of status clears this again.
-        scanner = call._scanner
-        chain = table.chains.get(call._slot)
-        call._fast = (
-            call._status == "open"
-            and call._slot < limits.max_calls_per_choice
-            and (chain is None or not chain.latched)
-            and not call._surrogates
-            and not scanner.complete
-            and scanner.error is None
-        )
-
-    def _finish(
-        self, state: ChoiceState, reason: str, t: float, events: list[Event], notes: list[Anomaly]
-    ) -> None:
+    def _finish(self, state: ChoiceState, reason: str, events: list[Event]) -> None:
+        t = self._now()
+        notes: list[Anomaly] = []
         if self._recovery is not None and state.finish_reason is None and reason != "length":
-            self._recover_text_calls(state, t, events, notes)
+            self._recover_text_calls(state, events)
         if len(state.finish_reasons) < _MAX_FINISH_REASONS:  # bounded: one per chunk is possible
             state.finish_reasons.append(reason)
         if state.finish_reason is not None:
@@ -774,20 +615,22 @@ class Accumulator:
             self._seal_calls(state, calls, t, events)
         if calls:
             self._ensure_ids(state, _ordered(calls))
+        for note in notes:
+            self._record(note, None, events)
         events.append(ChoiceFinished(state.index, reason))
 
-    def _recover_text_calls(
-        self, state: ChoiceState, t: float, events: list[Event], notes: list[Anomaly]
-    ) -> None:
-        """Opt-in (Q32): tool calls written as text in the finished content become calls."""
+    def _recover_text_calls(self, state: ChoiceState, events: list[Event]) -> None:
+        """Opt-in (Q32): tool calls written as text in the finished content become calls, read
+        as the entries a provider would have streamed, by the one reader."""
         if state.table.calls or not state.content:
             return
         assert self._recovery is not None
-        rest, frags = self._recovery.fragments("".join(state.content), 0, self.limits.max_depth)
-        if frags:
+        rest, entries = self._recovery.entries("".join(state.content), 0, self.limits.max_depth)
+        if entries:
             state.content = [rest] if rest else []
-            for frag in frags:
-                self._take_fragment(state, frag, t, events, notes)
+            for entry, note in entries:
+                call = read_fragment(self, state, entry, events, True)
+                self._record(note, call, events)
 
     def _seal_calls(self, state: ChoiceState, calls: list[ToolCall], t: float, events: list[Event]) -> None:
         """Seal the open ``calls`` of ``state`` and check them (``_seal.py``)."""
@@ -850,7 +693,6 @@ class Accumulator:
         if self.ended:
             return _NO_EVENTS
         self.ended = True
-        self._fast_ready = False
         self.error = error
         events: list[Event] = []
         open_before = self._open_calls()
@@ -886,7 +728,7 @@ class Accumulator:
                 clean
                 and state.finish_reason is None
                 and any_finished
-                and all(c._scanner.complete for c in open_calls)
+                and all(c._scan().complete for c in open_calls)
             ):
                 # Another choice finished and the stream ended cleanly; this one's calls all hold a
                 # closed JSON value, so nothing of them can be missing: seal them (noted).

@@ -28,6 +28,7 @@ from __future__ import annotations
 import builtins
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from itertools import chain
 from typing import Any, Literal, TypeVar
@@ -183,10 +184,10 @@ class ToolCall:
         "_bytes_left",
         "_chars",
         "_choice",
+        "_clock",
         "_done",
         "_error",
         "_extra",
-        "_fast",
         "_id",
         "_index",
         "_joined",
@@ -204,7 +205,9 @@ class ToolCall:
         "_type",
     )
 
-    def __init__(self, choice: int, index: int, slot: int, limits: Limits) -> None:
+    def __init__(
+        self, choice: int, index: int, slot: int, limits: Limits, clock: Callable[[], float] | None = None
+    ) -> None:
         self._choice = choice
         self._index = index
         self._slot = slot
@@ -218,6 +221,8 @@ class ToolCall:
         self._metrics = CallMetrics()
         self._extra: dict[str, Any] = {}
         self._scanner = JSONScanner()
+        """Scanned lazily: it catches up with the text only when something asks (:meth:`_scan`)."""
+        self._clock = clock or now
         self._chars = 0
         self._parts: list[str] = []
         """The newest pieces of argument text (fewer than ``_BATCH``), in order."""
@@ -231,9 +236,6 @@ class ToolCall:
         """An error decided while the call was open (a contradicting second value): applied at seal."""
         self._preview: Preview | None = None
         """The preview's parser state, built on the first read of ``preview``."""
-        self._fast = False
-        """May the accumulator's fast path (``_fast.py``) append the next plain piece? Set by the
-        accumulator after a fragment; cleared by every method below that changes the status."""
 
     def __repr__(self) -> str:
         return (
@@ -305,8 +307,23 @@ class ToolCall:
 
     @property
     def scanner(self) -> JSONScanner:
-        """The incremental scanner's view of the argument text (``complete``, ``error``)."""
-        return self._scanner
+        """The incremental scanner's view of the argument text so far (``complete``, ``error``).
+
+        Rule 2 (docs/design.md): a fragment is appended and nothing else. The scanner reads the
+        text only when something asks where the JSON stands (this property, eager dispatch, the
+        router's rare ambiguous cases), and then only the text that arrived since it last read.
+        """
+        return self._scan()
+
+    def _scan(self) -> JSONScanner:
+        """Bring the scanner up to date with the text (incremental: linear in bytes overall)."""
+        scanner = self._scanner
+        if scanner.offset < self._chars and self._status == "open":
+            was_complete = scanner.complete
+            scanner.feed(self._text_from(scanner.offset))
+            if scanner.complete and not was_complete:
+                self._metrics.arguments_complete_at = self._clock()
+        return scanner
 
     @property
     def chars(self) -> int:
@@ -319,13 +336,12 @@ class ToolCall:
         joined = self._joined
         if joined is None:
             done = self._done
-            joined = "".join([*done, *self._parts] if done else self._parts)
-            if self._surrogates:
-                joined = join_surrogate_pairs(joined)
-                self._chars = len(joined)
-            self._joined = joined
-            self._done = [joined] if joined else []
+            raw = "".join([*done, *self._parts] if done else self._parts)
+            # The pieces stay as received (the scanner and the preview count characters in them);
+            # only the text handed out recombines a surrogate pair split across two fragments.
+            self._done = [raw] if raw else []
             self._parts = []
+            joined = self._joined = join_surrogate_pairs(raw) if self._surrogates else raw
         return joined
 
     @property
@@ -350,11 +366,6 @@ class ToolCall:
             state = self._preview
             if state is None or state.consumed > self._chars:
                 state = self._preview = Preview()
-            if self._surrogates:
-                # Pairs split across fragments are recombined when the text is joined, which
-                # changes its length: read the joined text afresh (rare: a hostile stream).
-                state = self._preview = Preview()
-                return state.read(self.arguments)
             return state.read(self._text_from(state.consumed))
         except Exception:  # display only: never raise
             return None
@@ -362,7 +373,13 @@ class ToolCall:
     def _text_from(self, start: int) -> str:
         """The argument text from character ``start`` on, touching only the pieces it needs."""
         if start == 0:
-            return self.arguments
+            done = self._done
+            if len(done) == 1 and not self._parts:
+                return done[0]
+            raw = "".join([*done, *self._parts])
+            self._done = [raw] if raw else []
+            self._parts = []
+            return raw
         need = self._chars - start
         if need <= 0:
             return ""
@@ -424,33 +441,23 @@ class ToolCall:
 
     # -- writing (the core only) ------------------------------------------------------------
 
-    def _append(self, text: str, now: float) -> bool:
-        """Append an argument fragment. Returns False when the text was not kept."""
-        if not text:
-            return True
+    def _append(self, text: str, size: int) -> bool:
+        """Append an argument fragment of ``size`` UTF-8 bytes (:func:`text_size`). Returns False
+        when the text was not kept. Nothing is scanned here (rule 2)."""
         metrics = self._metrics
-        if text.isascii():
-            size = len(text)
-        else:
-            size = len(text.encode("utf-8", "surrogatepass"))
-            if not self._surrogates and has_lone_surrogate(text):
-                self._surrogates = True
-                self._fast = False
         metrics.bytes += size
-        status = self._status
-        if status != "open":
-            if status == "invalid" and isinstance(self._error, LimitExceeded):
-                pass  # counted above; nothing more is kept
-            else:
+        if self._status != "open":
+            if not (self._status == "invalid" and isinstance(self._error, LimitExceeded)):
                 self._reject_late(text)
             return False
         if metrics.first_argument_at is None:
-            metrics.first_argument_at = now
+            metrics.first_argument_at = self._clock()
         self._bytes_left -= size
         if self._bytes_left < 0:
-            limit = self._bytes_left + metrics.bytes
-            self._exceed("max_argument_bytes", limit, text, now)
+            self._exceed("max_argument_bytes", self._bytes_left + metrics.bytes, text, self._clock())
             return False
+        if size != len(text) and not self._surrogates and has_lone_surrogate(text):
+            self._surrogates = True
         parts = self._parts
         parts.append(text)
         if len(parts) >= _BATCH:
@@ -458,16 +465,10 @@ class ToolCall:
             parts.clear()
         self._joined = None
         self._chars += len(text)
-        scanner = self._scanner
-        was_complete = scanner.complete
-        scanner.feed(text)
-        if scanner.complete and not was_complete:
-            metrics.arguments_complete_at = now
         return True
 
-    def _replace_arguments(self, text: str, now: float) -> None:
+    def _replace_arguments(self, text: str) -> None:
         """Replace all argument text (a provider resent the arguments whole)."""
-        self._fast = False
         self._preview = None
         self._parts = []
         self._done = []
@@ -476,11 +477,11 @@ class ToolCall:
         self._scanner = JSONScanner()
         self._bytes_left += self._metrics.bytes
         self._metrics.bytes = 0
-        self._append(text, now)
+        self._surrogates = False
+        self._append(text, text_size(text))
 
     def _exceed(self, limit_name: str, limit: int, text: str, now: float) -> None:
         """A byte bound was exceeded: keep a bounded sample only, refuse the call."""
-        self._fast = False
         self._preview = None
         keep = self._sample_chars
         sample = (self.arguments[:keep] + text[:keep])[:keep]
@@ -500,7 +501,6 @@ class ToolCall:
 
     def _exceed_call_limit(self, limit: int, now: float) -> None:
         """Mark this call invalid because its choice already holds ``limit`` calls."""
-        self._fast = False
         self._status = "invalid"
         self._metrics.sealed_at = now
         self._bytes_left = self._sample_chars  # keep no more than a sample of its text
@@ -519,7 +519,6 @@ class ToolCall:
         if self._status == "incomplete":
             return
         keep = self._sample_chars
-        self._fast = False
         error = self._error
         if isinstance(error, LateFragment):
             if len(error.raw) < keep:
@@ -536,7 +535,6 @@ class ToolCall:
         if self._status != "open":
             return
         self._metrics.sealed_at = now
-        self._fast = False
         text = self.arguments
         if text == "" and empty_as_object:
             text = "{}"
@@ -560,13 +558,11 @@ class ToolCall:
 
     def _invalidate(self, error: ToolCallError) -> None:
         """Turn the call invalid (a failed tool check, a broken contract, an internal fault)."""
-        self._fast = False
         self._status = "invalid"
         self._error = error
 
     def _mark_incomplete(self, reason: str) -> None:
         """The stream ended (or failed) before this call was sealed."""
-        self._fast = False
         if self._status == "open":
             self._status = "incomplete"
             self._error = CallIncomplete(f"{reason}; the arguments may be truncated", raw=self.arguments)

@@ -1,542 +1,503 @@
-"""Reading one raw chunk into canonical pieces: pure, and where every provider quirk of shape lives.
+"""The one reader: a raw chunk is read, routed and appended by these lines, whatever its shape.
 
-A raw chunk (the SDK's ``ChatCompletionChunk``, or a plain ``dict`` as decoded from SSE) is read
-into the envelope (:class:`Envelope`), one :class:`ChoicePiece` per choice, and one
-:class:`ToolFragment` per ``delta.tool_calls`` entry. Which call a fragment belongs to is decided
-later, by the router (``_route.py``); this module knows nothing of calls and changes nothing.
+Every chunk (the SDK's ``ChatCompletionChunk``, a subclass, a plain ``dict`` decoded from SSE or
+replayed) goes through :func:`read_chunk`: the envelope, each choice, each delta, each
+``delta.tool_calls`` entry. Each decision (which choice, which call, which id and name, which limit,
+which anomaly) is made once, here or in the module this calls for it (``_values.py`` for one value,
+``_route.py`` for which call a fragment belongs to); there is no second path for a common shape.
+It is cheap because a standard chunk asks few questions, not because it is read by other code:
+the fields of an object are read from one dict, nothing is built per chunk but the events asked
+for, and argument text is appended, never scanned (rule 2 of docs/design.md).
 
-Rules enforced here (numbers refer to ``DESIGN.md``):
+``want`` is the switch between :meth:`Accumulator.feed` with events and the wrapped stream that
+nobody reads events from: without it, the two events nearly every chunk makes (``ContentDelta``,
+``ArgumentsDelta``) are not built and the scanner is not asked where the JSON stands.
 
-* **Written once, cleaned** (Q07-Q10, Q13, Q37). ``""``, ``null`` and ``"null"`` count as absent; an
-  integer id becomes a string. An ``index`` is a non-negative integer; a plain ASCII decimal string
-  of at most 9 digits (``"0"``) or an integral float is read as one (noted); anything else (``-1``,
-  ``"²"``, ``"①"``, a 5,000-digit string, a bool) is unusable and read as missing (noted).
-* **Arguments are text** (Q18, Q19). A JSON object is serialised once (noted); a value that is not
-  JSON (a set, NaN, a non-string key, nesting beyond ``Limits.max_depth``) makes the fragment's
-  call ``invalid`` (``frag.error``); ``null`` adds nothing.
-* **Empty is not missing is not {}** (3). ``""``, ``null`` and a missing key add nothing.
-* **Every tolerance is visible** (8). Each repair appends an :class:`Anomaly`; the accumulator
-  attaches it to the call and the stream.
-* **Fail closed** (9). A part of a chunk that cannot be read at all (an exception while reading a
-  choice's delta or one tool-call entry) is recorded, and its choice is marked ``damaged``: the
-  accumulator refuses that choice's open calls, since a fragment of theirs may be lost. The rest of
-  the chunk (other choices, the ``finish_reason``) is still read.
-
-Nothing here keeps chunk objects or copies them: it reads fields and moves on (rule 7).
+Fail closed (rule 9): a part of a chunk that cannot be read (not an object, a value of an
+unexpected type, a subclass where text was expected) is recorded, and the call it may have belonged
+to is refused: the fragment's own call when it is known, else every open call of its choice, else
+every open call of the stream. A call never ends ``ready`` on text that is not everything that
+arrived for it.
 """
 
 from __future__ import annotations
 
-import json
-import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
-
-from ..errors import InBandError, MalformedChunk
+from ..errors import InBandError, MalformedArguments
 from ._anomaly import Anomaly, AnomalyCode
-
-__all__ = [
-    "REASONING_FIELDS",
-    "ChoicePiece",
-    "Envelope",
-    "InBandError",
-    "ToolFragment",
-    "read_chunk",
-    "show",
-]
-
-_TOOL_CALL_KEYS = frozenset({"index", "id", "type", "function"})
-_FUNCTION_KEYS = frozenset({"name", "arguments"})
-_DELTA_KEYS = frozenset({"role", "content", "refusal", "tool_calls", "function_call"})
-REASONING_FIELDS = frozenset({"reasoning_content", "reasoning", "reasoning_text", "thinking"})
-"""Delta fields whose text is streamed in pieces and concatenated into the final message (Q29):
-DeepSeek, xAI and Kimi use ``reasoning_content``; vLLM, Groq, Cerebras and OpenRouter ``reasoning``."""
-_ENVELOPE_KEYS = frozenset(
-    {
-        "id",
-        "object",
-        "created",
-        "model",
-        "system_fingerprint",
-        "service_tier",
-        "usage",
-        "choices",
-        # Per-chunk noise that has no meaning for the finished completion.
-        "obfuscation",
-    }
+from ._call import ToolCall, push, text_size
+from ._events import (
+    ArgumentsComplete,
+    ArgumentsMalformed,
+    Event,
+    RefusalDelta,
+    ToolCallInvalid,
+    ToolCallStarted,
+    arguments_delta,
 )
-_MAX_INDEX = 2**31
-"""Indexes at or above this are unusable: no real stream has that many calls or choices."""
-_MAX_INDEX_DIGITS = 9
-MAX_IDENTITY = 1024
-"""Characters of an id or function name beyond which it is unusable (OpenAI allows 64 for a name)."""
-_MAX_LABEL = 64
-"""Characters of a ``type``, ``role`` or ``finish_reason`` beyond which it is read as absent."""
+from ._route import FURTHER, NEW_ID, SKIP, CallTable, apply_identity, argument_text, open_call, resolve_call
+from ._values import (
+    CHUNK_KEYS,
+    DELTA_KEYS,
+    FUNCTION_KEYS,
+    MAX_INDEX,
+    MAX_LABEL,
+    TOOL_CALL_KEYS,
+    clean_str,
+    json_text,
+    read_index,
+    read_object,
+    show,
+)
+
+if TYPE_CHECKING:
+    from ._accumulator import Accumulator
+
+__all__ = ["ChoiceState", "read_chunk", "read_fragment"]
 
 
-def show(value: Any, limit: int = 60) -> str:
-    """A short, safe description of a hostile value for a message (never raises, never huge)."""
-    try:
-        if type(value) is int and not -(10**limit) < value < 10**limit:
-            return f"<an integer of {value.bit_length()} bits>"
-        if type(value) is str and len(value) > limit:
-            return repr(value[:limit]) + f"… ({len(value)} characters)"
-        text = repr(value)
-    except Exception:
-        return f"<a {type(value).__name__}>"
-    return text if len(text) <= limit else text[:limit] + "…"
-
-
-def read_index(value: Any) -> tuple[int | None, str | None]:
-    """``(index, note)``: a usable index (None when unusable), and what was repaired or refused."""
-    kind = type(value)
-    if kind is int:
-        if 0 <= value < _MAX_INDEX:
-            return value, None
-        return None, f"unusable index {show(value)}"
-    if kind is str:
-        if 0 < len(value) <= _MAX_INDEX_DIGITS and value.isascii() and value.isdigit():
-            return int(value), "index was a string"
-        return None, f"unusable index {show(value)}"
-    if kind is float and math.isfinite(value) and value.is_integer() and 0 <= value < _MAX_INDEX:
-        return int(value), "index was a float"
-    return None, f"unusable index {show(value)}"
-
-
-def _fields(obj: Any) -> dict[str, Any] | None:
-    """The known fields of a JSON object as a dict: the dict itself, or an SDK (pydantic) model's
-    ``__dict__`` (where pydantic keeps them); None when ``obj`` is not an object.
-
-    Reading fields from this dict, rather than with ``getattr`` per field, is what keeps reading
-    cheap per chunk (rule 7).
-    """
-    if type(obj) is dict:
-        return obj
-    if isinstance(obj, BaseModel):
-        return obj.__dict__
-    return None
-
-
-def _extras(obj: Any, known: frozenset[str]) -> dict[str, Any] | None:
-    """Unknown non-null fields of a dict or SDK model, or None. Cheap: SDK models keep them apart.
-
-    ``null`` values carry nothing and are dropped, so that a provider's ``"name": null`` beside a
-    tool call (Fireworks) or ``"error": null`` on a chunk (Foundry Local) is not replayed in history.
-    """
-    if type(obj) is dict:
-        if obj.keys() <= known:
-            return None
-        return {k: v for k, v in obj.items() if k not in known and v is not None} or None
-    extra = obj.__pydantic_extra__
-    if not extra:
-        return None
-    return {k: v for k, v in extra.items() if k not in known and v is not None} or None
-
-
-def _opt_str(value: Any) -> str | None:
-    return value if type(value) is str and value else None
-
-
-def _opt_int(value: Any) -> int | None:
-    return value if type(value) is int and 0 <= value < 2**63 else None
-
-
-class Envelope:
-    """Chunk-level fields, read once per chunk. A field of the wrong type reads as absent."""
-
-    __slots__ = (
-        "created",
-        "extra",
-        "id",
-        "model",
-        "object",
-        "service_tier",
-        "system_fingerprint",
-        "usage",
-    )
-
-    def __init__(self, chunk: Any, fields: dict[str, Any]) -> None:
-        get = fields.get
-        self.id = _opt_str(get("id"))
-        self.object = _opt_str(get("object"))
-        self.created = _opt_int(get("created"))
-        self.model = _opt_str(get("model"))
-        self.system_fingerprint = _opt_str(get("system_fingerprint"))
-        self.service_tier = _opt_str(get("service_tier"))
-        usage = get("usage")
-        self.usage = usage if usage is None or isinstance(usage, (dict, BaseModel)) else None
-        self.extra = _extras(chunk, _ENVELOPE_KEYS)
-
-
-class ToolFragment:
-    """One ``delta.tool_calls`` entry, cleaned: ``id``/``name`` None unless usable."""
-
-    __slots__ = (
-        "anomalies",
-        "arguments",
-        "call",
-        "error",
-        "extra",
-        "further",
-        "id",
-        "index",
-        "name",
-        "new_id",
-        "raw",
-        "replace",
-        "table",
-        "type",
-    )
-
-    def __init__(self) -> None:
-        self.anomalies: list[Anomaly] | None = None
-        """Repairs made while reading this entry; the accumulator attaches them to its call."""
-        self.index: int | None = None
-        self.id: str | None = None
-        self.name: str | None = None
-        self.type: Any = None
-        self.arguments: str | None = None
-        self.replace = False
-        """True when ``arguments`` is the whole argument text (sent as an object), not a piece."""
-        self.error: str | None = None
-        """Why the fragment's arguments cannot be used (a value that is not JSON): refuses its call."""
-        self.extra: dict[str, Any] | None = None
-        self.raw: Any = None
-        self.new_id = False
-        """Set by the router when ``id`` replaces the call's id (Q15)."""
-        self.further = False
-        """Set by the router: a further JSON value for a call whose value was complete (Mistral)."""
-        self.table: Any = None
-        """Set by the router: the call table of the fragment's choice."""
-        self.call: Any = None
-        """Set by the accumulator: the call this fragment touched (refused if the chunk fails)."""
-
-
-class ChoicePiece:
-    """One ``choices[]`` entry of a chunk, cleaned."""
+class ChoiceState:
+    """Everything accumulated for one choice."""
 
     __slots__ = (
         "content",
-        "damaged",
         "extra",
         "finish_reason",
+        "finish_reasons",
+        "first_call",
+        "guessed",
         "index",
-        "logprobs",
+        "logprobs_content",
+        "logprobs_refusal",
+        "reasoning",
         "refusal",
         "role",
-        "tool_fragments",
+        "table",
     )
 
     def __init__(self, index: int) -> None:
         self.index = index
         self.role: str | None = None
-        self.content: str | None = None
-        self.refusal: str | None = None
-        self.tool_fragments: list[ToolFragment] | None = None
+        self.content: list[str] = []
+        self.refusal: list[str] = []
+        self.reasoning: dict[str, list[str]] = {}
+        self.extra: dict[str, Any] = {}
+        self.logprobs_content: list[Any] | None = None
+        self.logprobs_refusal: list[Any] | None = None
         self.finish_reason: str | None = None
-        self.logprobs: Any = None
-        self.extra: dict[str, Any] | None = None
-        self.damaged = False
-        """A part of this choice could not be read: its open calls may have lost a fragment."""
+        self.finish_reasons: list[str] = []
+        self.table = CallTable()
+        self.first_call: ToolCall | None = None
+        """The choice's first call (by index), fixed when its calls are first sealed."""
+        self.guessed = False
+        """A piece without a usable choice index was read as this choice (0): if another choice
+        turns up, that guess may have been wrong, and the calls it touched are refused."""
 
 
-def _clean_str(value: Any, what: str, anomalies: list[Anomaly], raw: Any) -> str | None:
-    """A usable non-empty string, or None. ``"null"`` counts as absent; integers become strings."""
-    if value is None:
-        return None
-    if type(value) is str:
-        if value == "":
-            anomalies.append(Anomaly(AnomalyCode.EMPTY_STRING_FIELD, f"{what} was an empty string", raw=raw))
-            return None
-        if value == "null":
-            anomalies.append(Anomaly(AnomalyCode.NULL_STRING_FIELD, f'{what} was the string "null"', raw=raw))
-            return None
-        if len(value) > MAX_IDENTITY:
-            # No real id or function name is this long; keeping it would let identity fields grow
-            # memory past every limit. Unusable: a nameless call is refused, an id is synthesized.
-            anomalies.append(
-                Anomaly(
-                    AnomalyCode.MALFORMED_CHUNK, f"{what} of {len(value)} characters is unusable", raw=raw
-                )
-            )
-            return None
-        return value
-    if what == "id" and type(value) is int and -(10**40) < value < 10**40:
-        anomalies.append(Anomaly(AnomalyCode.ID_NOT_STRING, "id was an integer", raw=raw))
-        return str(value)
-    anomalies.append(Anomaly(AnomalyCode.MALFORMED_CHUNK, f"{what} was a {type(value).__name__}", raw=raw))
-    return None
+def read_chunk(acc: Accumulator, chunk: Any, events: list[Event], want: bool) -> None:
+    """Read one chunk into ``acc``; what happened is appended to ``events``.
 
-
-def json_text(value: Any, max_depth: int) -> tuple[str | None, str | None]:
-    """``(text, None)`` for a JSON value sent as an object, or ``(None, why)`` when it is not JSON.
-
-    Only what JSON can hold is accepted (objects with string keys, arrays, strings, finite numbers,
-    booleans, null), nested at most ``max_depth`` deep: ``json.dumps`` alone would turn a non-string
-    key or NaN into text that says something else, or fail deep inside.
+    The envelope, then each choice: its delta (role, content, refusal, unknown fields, tool-call
+    entries), logprobs and finish_reason. Raises :class:`InBandError` for a chunk carrying an
+    ``error`` (the accumulator ends the input with it); every other problem is recorded, and
+    refuses what it may have touched.
     """
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        kind = type(item)
-        if kind is str or kind is int or kind is bool or item is None:
-            continue
-        if kind is float:
-            if not math.isfinite(item):
-                return None, f"arguments hold {item!r}, which JSON cannot express"
-            continue
-        if depth > max_depth:
-            return None, f"arguments are nested deeper than {max_depth} levels"
-        if kind is dict:
-            for key, inner in item.items():
-                if type(key) is not str:
-                    return None, f"arguments hold a key of type {type(key).__name__}, not a string"
-                stack.append((inner, depth + 1))
-        elif kind is list:
-            stack.extend((inner, depth + 1) for inner in item)
-        else:
-            return None, f"arguments hold a {kind.__name__}, which is not a JSON value"
-    return json.dumps(value, ensure_ascii=False, allow_nan=False), None
-
-
-def _read_tool_fragment(entry: Any, chunk_anomalies: list[Anomaly], max_depth: int) -> ToolFragment | None:
-    if entry is None:
-        return None
-    fields = _fields(entry)
-    if fields is None:
-        chunk_anomalies.append(
-            Anomaly(AnomalyCode.MALFORMED_CHUNK, "tool call entry is not an object", raw=entry)
+    read = read_object(chunk, CHUNK_KEYS)
+    if read is None:
+        acc._record(
+            Anomaly(AnomalyCode.MALFORMED_CHUNK, f"a chunk must be an object, got {type(chunk).__name__}"),
+            None,
+            events,
         )
-        return None
-    frag = ToolFragment()
-    frag.raw = entry
-    anomalies: list[Anomaly] = []
-    index = fields.get("index")
-    if index is not None:
-        frag.index, note = read_index(index)
-        if note is not None:
-            anomalies.append(Anomaly(AnomalyCode.NON_INTEGER_INDEX, note, raw=entry))
-    raw_id = fields.get("id")
-    if raw_id is not None:
-        frag.id = _clean_str(raw_id, "id", anomalies, entry)
-    ftype = fields.get("type")
-    if ftype is not None:
-        if type(ftype) is str and len(ftype) <= _MAX_LABEL:
-            frag.type = ftype
-        else:
-            anomalies.append(
-                Anomaly(AnomalyCode.MALFORMED_CHUNK, f"type was a {type(ftype).__name__}", raw=entry)
+        return
+    fields, unknown = read
+    if unknown is not None:
+        error = unknown.get("error")
+        if error:
+            # Like the SDK (``openai._streaming``): any truthy ``error`` is a failure, object or string.
+            raise InBandError(error)
+        acc._take_chunk_fields(unknown, events)
+    if acc._envelope_unset:
+        acc._take_envelope(fields)
+    get = fields.get
+    usage = get("usage")
+    choices = get("choices")
+    if usage is not None:
+        acc._take_usage(usage, events)
+    if type(choices) is not list or not choices:
+        if choices is not None and type(choices) is not list:
+            # What else the chunk carried cannot be told: any open call may have lost a fragment.
+            acc._damaged(None, "choices is not a list", choices, events)
+        elif usage is None:
+            acc._record(
+                Anomaly(AnomalyCode.EMPTY_CHOICES, "a chunk had no choices and no usage", raw=chunk),
+                None,
+                events,
             )
-    function = fields.get("function")
-    if function is not None:
-        ffields = _fields(function)
-        if ffields is None:
-            anomalies.append(Anomaly(AnomalyCode.MALFORMED_CHUNK, "function is not an object", raw=entry))
-        else:
-            name = ffields.get("name")
-            if name is not None:
-                frag.name = _clean_str(name, "name", anomalies, entry)
-            arguments = ffields.get("arguments")
-            if type(arguments) is str:
-                frag.arguments = arguments
-            elif arguments is None:
-                pass
-            elif isinstance(arguments, (dict, list)):
-                frag.arguments, frag.error = json_text(arguments, max_depth)
-                frag.replace = True
-                anomalies.append(
-                    Anomaly(AnomalyCode.ARGUMENTS_OBJECT, "arguments arrived as a JSON value", raw=entry)
-                )
-            else:
-                anomalies.append(
-                    Anomaly(
-                        AnomalyCode.ARGUMENTS_NOT_STRING,
-                        f"arguments was a {type(arguments).__name__}; skipped",
-                        raw=entry,
-                    )
-                )
-            fextra = _extras(function, _FUNCTION_KEYS)
-            if fextra:
-                frag.extra = {"function": fextra}
-    extra = _extras(entry, _TOOL_CALL_KEYS)
-    if extra:
-        frag.extra = {**extra, **frag.extra} if frag.extra else extra
-    if anomalies:
-        frag.anomalies = anomalies
-    return frag
-
-
-def _read_legacy_function_call(fc: Any) -> ToolFragment | None:
-    """A legacy ``delta.function_call`` piece, read as tool call 0 (its id will be synthesized)."""
-    fields = _fields(fc)
-    if fields is None:
-        return None
-    frag = ToolFragment()
-    frag.raw = fc
-    anomalies: list[Anomaly] = []
-    frag.anomalies = anomalies
-    frag.index = 0
-    frag.type = "function"
-    name = fields.get("name")
-    if name is not None:
-        frag.name = _clean_str(name, "name", anomalies, fc)
-    arguments = fields.get("arguments")
-    if type(arguments) is str:
-        frag.arguments = arguments
-    anomalies.append(
-        Anomaly(
-            AnomalyCode.LEGACY_FUNCTION_CALL,
-            "legacy delta.function_call read as a tool call",
-            raw=fc,
-        )
-    )
-    return frag
-
-
-def read_chunk(
-    chunk: Any, anomalies: list[Anomaly], max_depth: int = 64
-) -> tuple[Envelope, list[ChoicePiece]]:
-    """Read one raw chunk. Repairs append to ``anomalies``; only an unusable chunk raises.
-
-    Raises :class:`MalformedChunk` (not an object) or :class:`InBandError` (an ``error`` field).
-    """
-    fields = _fields(chunk)
-    if fields is None:
-        raise MalformedChunk(f"a chunk must be an object, got {type(chunk).__name__}")
-    error = chunk.get("error") if type(chunk) is dict else (chunk.__pydantic_extra__ or {}).get("error")
-    if error:
-        # Like the SDK (``openai._streaming``): any truthy ``error`` is a failure, object or string.
-        raise InBandError(error)
-    envelope = Envelope(chunk, fields)
-    raw_choices = fields.get("choices")
-    if raw_choices is None:
-        return envelope, []
-    if type(raw_choices) is not list:
-        anomalies.append(Anomaly(AnomalyCode.MALFORMED_CHUNK, "choices is not a list", raw=raw_choices))
-        return envelope, []
-    pieces: list[ChoicePiece] = []
-    for raw in raw_choices:
-        cfields = _fields(raw)
-        if cfields is None:
-            anomalies.append(Anomaly(AnomalyCode.MALFORMED_CHUNK, "choice is not an object", raw=raw))
+        return
+    for raw in choices:
+        read = read_object(raw, _CHOICE_KEYS)
+        if read is None:
+            acc._damaged(None, "a choice is not an object", raw, events)
             continue
-        index = cfields.get("index")
-        if type(index) is not int or not 0 <= index < _MAX_INDEX:
-            anomalies.append(
-                Anomaly(AnomalyCode.MALFORMED_CHUNK, f"choice index {show(index)} read as 0", raw=raw)
-            )
-            index = 0
-        piece = ChoicePiece(index)
-        finish = cfields.get("finish_reason")
-        if finish is not None:
-            if type(finish) is not str or len(finish) > _MAX_LABEL:
-                anomalies.append(
-                    Anomaly(
-                        AnomalyCode.MALFORMED_CHUNK,
-                        f"finish_reason was {show(finish)}; read as not finished",
-                        index,
-                        raw=finish,
-                    )
-                )
-            elif finish == "":
-                anomalies.append(
-                    Anomaly(
-                        AnomalyCode.FINISH_REASON_EMPTY,
-                        'finish_reason was ""; read as not finished',
-                        index,
-                    )
-                )
-            else:
-                piece.finish_reason = finish
-        piece.logprobs = cfields.get("logprobs")
-        delta = cfields.get("delta")
-        if delta is not None:
-            dfields = _fields(delta)
-            if dfields is None:
-                anomalies.append(Anomaly(AnomalyCode.MALFORMED_CHUNK, "delta is not an object", raw=raw))
-            else:
-                try:
-                    _read_delta(delta, dfields, piece, anomalies, max_depth)
-                except Exception as exc:  # fail closed: the choice may have lost a fragment
-                    piece.damaged = True
-                    anomalies.append(
-                        Anomaly(
-                            AnomalyCode.INTERNAL_ERROR,
-                            f"a delta could not be read ({type(exc).__name__}: {show(str(exc), 200)}); "
-                            "the open calls of its choice were refused",
-                            index,
-                            raw=raw,
-                        )
-                    )
-        pieces.append(piece)
-    return envelope, pieces
+        get = read[0].get
+        index = get("index")
+        if type(index) is not int or not 0 <= index < MAX_INDEX:
+            index = _choice_index(acc, index, raw, events)
+            if index is None:
+                continue
+        state = acc._choices.get(index)
+        if state is None:
+            state = acc._open_choice(index, events)
+            if state is None:
+                continue
+        delta = get("delta")
+        finish = get("finish_reason")
+        logprobs = get("logprobs")
+        sealing: list[ToolCall] | None = None
+        try:
+            if delta is not None:
+                read = read_object(delta, DELTA_KEYS)
+                if read is None:
+                    acc._damaged(state, "delta is not an object", delta, events)
+                else:
+                    dget = read[0].get
+                    tool_calls = dget("tool_calls")
+                    content = dget("content")
+                    if content is not None:
+                        if type(content) is str:
+                            if content:
+                                acc._take_content(state, content, events, want)
+                        else:
+                            _skipped(acc, state, "content", content, events)
+                    if read[1] is not None or dget("role") is not None or dget("refusal") is not None:
+                        _read_delta_rest(acc, state, read[0], read[1], events)
+                    if tool_calls:
+                        if type(tool_calls) is list:
+                            for entry in tool_calls:
+                                if entry is not None:
+                                    acc._touched = None
+                                    try:
+                                        read_fragment(acc, state, entry, events, want)
+                                    except Exception as exc:
+                                        acc._fragment_fault(state, exc, entry, events)
+                        else:
+                            acc._damaged(state, "tool_calls is not a list", tool_calls, events)
+                    else:
+                        function_call = dget("function_call")
+                        if function_call is not None:
+                            _read_legacy(acc, state, function_call, events, want)
+            if logprobs is not None:
+                acc._take_logprobs(state, logprobs, events)
+            if finish is not None:
+                reason = _finish_reason(acc, state, finish, events)
+                if reason is not None:
+                    # The calls this finish may seal: if sealing fails, none of them may stay ready.
+                    sealing = [c for c in state.table.calls if c._status == "open"]
+                    acc._finish(state, reason, events)
+        except Exception as exc:
+            acc._fault(state, exc, sealing, events)
 
 
-def _text(value: Any, what: str, anomalies: list[Anomaly]) -> str | None:
-    if value is None or type(value) is str:
-        return value
-    anomalies.append(
-        Anomaly(AnomalyCode.MALFORMED_CHUNK, f"{what} was a {type(value).__name__}; skipped", raw=value)
-    )
-    return None
+_CHOICE_KEYS = frozenset({"index", "delta", "finish_reason", "logprobs"})
 
 
-def _read_delta(
-    delta: Any, fields: dict[str, Any], piece: ChoicePiece, anomalies: list[Anomaly], max_depth: int
+def _read_delta_rest(
+    acc: Accumulator,
+    state: ChoiceState,
+    fields: dict[str, Any],
+    unknown: dict[str, Any] | None,
+    events: list[Event],
 ) -> None:
+    """The rarer parts of a delta: role, refusal, unknown fields (reasoning text, Q29)."""
     get = fields.get
     role = get("role")
-    if role is None or (type(role) is str and len(role) <= _MAX_LABEL):
-        piece.role = role
-    else:
-        anomalies.append(Anomaly(AnomalyCode.MALFORMED_CHUNK, f"role was {show(role)}; skipped"))
-    content = get("content")
-    piece.content = (
-        content if content is None or type(content) is str else _text(content, "content", anomalies)
-    )
+    if role is not None:
+        acc._take_role(state, role, events)
     refusal = get("refusal")
-    piece.refusal = (
-        refusal if refusal is None or type(refusal) is str else _text(refusal, "refusal", anomalies)
-    )
-    extra = _extras(delta, _DELTA_KEYS)
-    if extra:
-        # Keep what belongs to the message: reasoning text (concatenated) and structured values
-        # (``reasoning_details`` lists, objects). Scalars beside them are per-chunk labels (Groq's
-        # ``channel: "analysis"``, Mistral's ``index`` inside the delta, Together's ``token_id``):
-        # concatenated or replayed in history they would be garbage, and OpenAI rejects unknown
-        # message fields.
-        piece.extra = {
-            k: v
-            for k, v in extra.items()
-            if (k in REASONING_FIELDS and type(v) is str) or isinstance(v, (dict, list, BaseModel))
-        } or None
-    tool_calls = get("tool_calls")
-    if tool_calls:
-        if type(tool_calls) is not list:
-            anomalies.append(Anomaly(AnomalyCode.MALFORMED_CHUNK, "tool_calls is not a list", raw=tool_calls))
+    if refusal is not None:
+        if type(refusal) is str:
+            if refusal:
+                if acc._charge(text_size(refusal), "refusal text", state.index, events):
+                    push(state.refusal, refusal)
+                events.append(RefusalDelta(state.index, refusal))
         else:
-            frags = []
-            for entry in tool_calls:
-                try:
-                    frag = _read_tool_fragment(entry, anomalies, max_depth)
-                except Exception as exc:  # one unreadable entry: its call may have lost text
-                    piece.damaged = True
-                    anomalies.append(
+            _skipped(acc, state, "refusal", refusal, events)
+    if unknown is not None:
+        acc._take_delta_fields(state, unknown, events)
+
+
+def _choice_index(acc: Accumulator, value: Any, raw: Any, events: list[Event]) -> int | None:
+    """The choice index of a piece whose ``index`` is not a plain integer, or None (dropped).
+
+    Read like a call's index (``"1"``, ``1.0``: noted). Missing or unusable, it can only be
+    guessed as 0, and only while the stream has no other choice; the guess is remembered
+    (``ChoiceState.guessed``): if another choice turns up, choice 0's calls are refused, since
+    some of its fragments may have been another choice's. With several choices, a piece that names
+    none is dropped and every open call refused.
+    """
+    if value is not None:
+        index, note = read_index(value)
+        if index is not None:
+            acc._record(
+                Anomaly(AnomalyCode.NON_INTEGER_INDEX, f"choice {note}", index, raw=raw), None, events
+            )
+            return index
+    if any(i != 0 for i in acc._choices):
+        acc._damaged(None, f"a choice piece with index {show(value)} among several choices", raw, events)
+        return None
+    acc._record(
+        Anomaly(AnomalyCode.MALFORMED_CHUNK, f"choice index {show(value)} read as 0", 0, raw=raw),
+        None,
+        events,
+    )
+    state = acc._choices.get(0)
+    if state is None:
+        state = acc._open_choice(0, events)
+    if state is not None:
+        state.guessed = True
+    return 0
+
+
+def _finish_reason(acc: Accumulator, state: ChoiceState, value: Any, events: list[Event]) -> str | None:
+    if type(value) is str and 0 < len(value) <= MAX_LABEL:
+        return value
+    if value == "":
+        note = Anomaly(
+            AnomalyCode.FINISH_REASON_EMPTY, 'finish_reason was ""; read as not finished', state.index
+        )
+    else:
+        note = Anomaly(
+            AnomalyCode.MALFORMED_CHUNK,
+            f"finish_reason was {show(value)}; read as not finished",
+            state.index,
+            raw=value,
+        )
+    acc._record(note, None, events)
+    return None
+
+
+def _skipped(acc: Accumulator, state: ChoiceState, what: str, value: Any, events: list[Event]) -> None:
+    acc._record(
+        Anomaly(
+            AnomalyCode.MALFORMED_CHUNK,
+            f"{what} was a {type(value).__name__}; skipped",
+            state.index,
+            raw=value,
+        ),
+        None,
+        events,
+    )
+
+
+def read_fragment(
+    acc: Accumulator, state: ChoiceState, entry: Any, events: list[Event], want: bool
+) -> ToolCall | None:
+    """One ``delta.tool_calls`` entry: clean its values, find its call, write what it carries.
+    Returns the call it reached (None when it opened none)."""
+    read = read_object(entry, TOOL_CALL_KEYS)
+    if read is None:
+        acc._damaged(state, "a tool call entry is not an object", entry, events)
+        return None
+    fields, extra = read
+    get = fields.get
+    index = get("index")
+    fid = get("id")
+    ftype = get("type")
+    function = get("function")
+    notes: list[Anomaly] = []
+    unreadable: str | None = None
+    if index is not None and (type(index) is not int or not 0 <= index < MAX_INDEX):
+        index, why = read_index(index)
+        if why is not None:
+            notes.append(Anomaly(AnomalyCode.NON_INTEGER_INDEX, why, raw=entry))
+    if fid is not None:
+        fid, unreadable = clean_str(fid, "id", notes, entry)
+    if ftype is not None and (type(ftype) is not str or len(ftype) > MAX_LABEL):
+        notes.append(Anomaly(AnomalyCode.MALFORMED_CHUNK, f"type was {show(ftype)}", raw=entry))
+        ftype = None
+        unreadable = "its type could not be read"
+    name = arguments = None
+    replace = False
+    if function is not None:
+        read = read_object(function, FUNCTION_KEYS)
+        if read is None:
+            notes.append(Anomaly(AnomalyCode.MALFORMED_CHUNK, "function is not an object", raw=entry))
+            unreadable = "its function is not an object"
+        else:
+            fget = read[0].get
+            name = fget("name")
+            arguments = fget("arguments")
+            if name is not None:
+                name, why = clean_str(name, "name", notes, entry)
+                unreadable = unreadable or why
+            if arguments is not None and type(arguments) is not str:
+                arguments, replace, why = _odd_arguments(arguments, acc.limits.max_depth, notes, entry)
+                unreadable = unreadable or why
+            if read[1] is not None:
+                extra = {**extra, "function": read[1]} if extra else {"function": read[1]}
+    table = state.table
+    call, index, flags = resolve_call(
+        table, index, fid, name, arguments, extra is None and unreadable is None, state.index, entry, notes
+    )
+    if index == SKIP:
+        for note in notes:
+            acc._record(note, None, events)
+        return None
+    before = call
+    if call is None:
+        call = _open(acc, state, index, entry, notes, events)
+        if call is None:
+            return None
+    acc._touched = call
+    status = call._status
+    error_before = call._error
+    if extra is not None and not acc._keep(extra, "a tool call's unknown fields", state.index, events):
+        extra = None
+    if fid is not None or name is not None or ftype is not None or extra is not None or before is None:
+        apply_identity(table, call, fid, name, ftype, extra, bool(flags & NEW_ID), entry, notes)
+        if before is None and call._slot >= acc.limits.max_calls_per_choice:
+            # Refused only after its identity was written, so the refusal names the call.
+            call._exceed_call_limit(acc.limits.max_calls_per_choice, acc._now())
+            status = call._status
+    call._metrics.fragments += 1
+    if status == "open" and (unreadable is not None or flags & FURTHER) and call._pending_error is None:
+        call._pending_error = MalformedArguments(
+            f"a fragment of this call could not be read ({unreadable}): the call may not be what "
+            "the provider sent, so it is refused"
+            if unreadable is not None
+            else "a further JSON value arrived for this call after its arguments were complete, with "
+            "no new id and no name: the call holds the concatenated text and is refused, since the "
+            "later value contradicts the first and neither can be trusted alone",
+            raw=call.arguments,
+        )
+    if arguments:
+        # The text to add: as sent, unless a cumulative resend, a replacement, a further value or
+        # a sealed call makes it something else (``_route.argument_text``).
+        if status != "open" or replace or flags or table.chains:
+            text, replace_all = argument_text(
+                table, call, arguments, replace, bool(flags & FURTHER), entry, notes
+            )
+        else:
+            text, replace_all = arguments, False
+            if call._chars == 0:
+                argument_text(table, call, arguments, False, False, entry, notes)
+        if text is not None:
+            size = len(text) if text.isascii() else text_size(text)
+            if status == "open" and not acc._charge(size, "argument text", state.index, events):
+                call._exceed(
+                    "max_stream_bytes", acc.limits.max_stream_bytes, "" if replace_all else text, acc._now()
+                )
+            else:
+                if replace_all:
+                    call._replace_arguments(text)
+                    kept = call._status == "open"
+                else:
+                    kept = call._append(text, size)
+                if kept:
+                    if want:
+                        _arguments_events(call, text, events)
+                elif status != "open" and call._error is not None and not acc._is_limit(call._error):
+                    notes.append(
                         Anomaly(
-                            AnomalyCode.INTERNAL_ERROR,
-                            f"a tool-call entry could not be read ({type(exc).__name__}); "
-                            "the open calls of its choice were refused",
-                            piece.index,
+                            AnomalyCode.FRAGMENT_AFTER_FINISH,
+                            "argument text arrived for a sealed call; the call was refused",
                             raw=entry,
                         )
                     )
-                    continue
-                if frag is not None:
-                    frags.append(frag)
-            piece.tool_fragments = frags
-    function_call = get("function_call")
-    if function_call is not None and not tool_calls:
-        frag = _read_legacy_function_call(function_call)
-        if frag is not None:
-            piece.tool_fragments = [frag]
+    if call._error is not error_before and call._status == "invalid" and call._error is not None:
+        # A limit, or a late fragment for a sealed call, turned the call invalid: say so, so that an
+        # executor acting on ToolCallReady hears that the call must not run after all.
+        events.append(ToolCallInvalid(call, call._error))
+    for note in notes:
+        acc._record(note, call, events)
+    return call
+
+
+def _arguments_events(call: ToolCall, text: str, events: list[Event]) -> None:
+    """``ArgumentsDelta``, and what the scanner now says (asked only because events are read)."""
+    scanner = call._scanner
+    was_complete = scanner.complete
+    had_error = scanner.error is not None
+    events.append(arguments_delta(call, text))
+    scanner = call._scan()
+    if scanner.complete and not was_complete:
+        events.append(ArgumentsComplete(call))
+    if scanner.error is not None and not had_error:
+        events.append(ArgumentsMalformed(call, scanner.error, scanner.error_at))
+
+
+def _open(
+    acc: Accumulator, state: ChoiceState, index: int, raw: Any, notes: list[Anomaly], events: list[Event]
+) -> ToolCall | None:
+    """Open the call a fragment starts, or None past ``Limits.max_calls_per_choice`` (counted)."""
+    table = state.table
+    limits = acc.limits
+    if len(table.calls) > limits.max_calls_per_choice:
+        # One refused call is kept as the sample; beyond it only a counter grows.
+        table.refused += 1
+        acc._record(
+            Anomaly(
+                AnomalyCode.LIMIT_EXCEEDED,
+                f"more than Limits.max_calls_per_choice={limits.max_calls_per_choice} tool calls; "
+                "further calls were counted, not kept",
+                state.index,
+            ),
+            None,
+            events,
+        )
+        return None
+    t = acc._now()
+    call = open_call(table, state.index, index, limits, t, acc._clock)
+    if acc.metrics.first_tool_call_at is None:
+        acc.metrics.first_tool_call_at = t
+    if state.finish_reason is not None:
+        notes.append(
+            Anomaly(
+                AnomalyCode.FRAGMENT_AFTER_FINISH,
+                "a new tool call opened after the choice's finish_reason",
+                raw=raw,
+            )
+        )
+    events.append(ToolCallStarted(call))
+    return call
+
+
+def _odd_arguments(
+    value: Any, max_depth: int, notes: list[Anomaly], raw: Any
+) -> tuple[str | None, bool, str | None]:
+    """``arguments`` that is not a string: ``(text, replaces, unreadable)``.
+
+    A JSON object or array is the whole argument text sent as a value (Q18): serialised once and
+    read as replacing the text so far (noted). Anything else (a number, a bool, a ``str`` subclass,
+    a value JSON cannot hold) cannot be read: the call is refused.
+    """
+    if type(value) is dict or type(value) is list:
+        notes.append(Anomaly(AnomalyCode.ARGUMENTS_OBJECT, "arguments arrived as a JSON value", raw=raw))
+        text, error = json_text(value, max_depth)
+        if text is None:
+            return None, False, f"arguments arrived as an object that is not JSON: {error}"
+        return text, True, None
+    notes.append(
+        Anomaly(
+            AnomalyCode.ARGUMENTS_NOT_STRING,
+            f"arguments was a {type(value).__name__}; the call is refused",
+            raw=raw,
+        )
+    )
+    return None, False, f"its arguments were a {type(value).__name__}, not text"
+
+
+def _read_legacy(acc: Accumulator, state: ChoiceState, fc: Any, events: list[Event], want: bool) -> None:
+    """A legacy ``delta.function_call`` piece, read as the entry of tool call 0 (its id will be
+    synthesized), through the same lines as any entry."""
+    if read_object(fc, FUNCTION_KEYS) is None:
+        acc._damaged(state, "function_call is not an object", fc, events)
+        return
+    entry = {"index": 0, "type": "function", "function": fc}
+    call = read_fragment(acc, state, entry, events, want)
+    note = Anomaly(
+        AnomalyCode.LEGACY_FUNCTION_CALL, "legacy delta.function_call read as a tool call", state.index
+    )
+    acc._record(note, call, events)

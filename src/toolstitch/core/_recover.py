@@ -34,8 +34,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ._anomaly import Anomaly, AnomalyCode
-from ._read import ToolFragment, json_text
 from ._schema import _as_mapping
+from ._values import json_text
 
 __all__ = ["TextToolCallRecovery"]
 
@@ -194,23 +194,24 @@ class TextToolCallRecovery:
                 return "", [(c, stripped) for c in calls]
         return text, []
 
-    def fragments(self, text: str, first_index: int, max_depth: int = 64) -> tuple[str, list[ToolFragment]]:
-        """The remaining text and one complete :class:`ToolFragment` per recovered call."""
+    def entries(
+        self, text: str, first_index: int, max_depth: int = 64
+    ) -> tuple[str, list[tuple[dict[str, Any], Anomaly]]]:
+        """The remaining text, and per recovered call a ``delta.tool_calls`` entry (as a provider
+        would have streamed it, read by the one reader) and the anomaly that says where it came from."""
         rest, found = self.find(text)
-        frags: list[ToolFragment] = []
+        entries: list[tuple[dict[str, Any], Anomaly]] = []
         for offset, ((name, args), block) in enumerate(found):
-            frag = ToolFragment()
-            frag.index = first_index + offset
-            frag.name = name
-            frag.type = "function"
-            frag.arguments, frag.error = json_text(args, max_depth)
-            frag.raw = block
-            frag.anomalies = [
-                Anomaly(
-                    AnomalyCode.TOOL_CALL_IN_CONTENT,
-                    f"a call to {name!r} written as text in content was recovered",
-                    raw=block,
-                )
-            ]
-            frags.append(frag)
-        return rest, frags
+            arguments, _ = json_text(args, max_depth)
+            entry = {
+                "index": first_index + offset,
+                "type": "function",
+                "function": {"name": name, "arguments": args if arguments is None else arguments},
+            }
+            note = Anomaly(
+                AnomalyCode.TOOL_CALL_IN_CONTENT,
+                f"a call to {name!r} written as text in content was recovered",
+                raw=block,
+            )
+            entries.append((entry, note))
+        return rest, entries

@@ -28,16 +28,18 @@ fragment of a call while it may still turn out to be a cumulative resend).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..errors import MissingName
 from ._anomaly import Anomaly, AnomalyCode
 from ._call import ToolCall
 from ._limits import Limits
-from ._read import MAX_IDENTITY, ToolFragment, show
+from ._values import MAX_IDENTITY, show
 
 __all__ = [
+    "FURTHER",
+    "NEW_ID",
     "SKIP",
     "CallTable",
     "apply_identity",
@@ -129,13 +131,11 @@ _NOTES: dict[str, tuple[str, str]] = {
 }
 
 
-def _note(
-    anomalies: list[Anomaly], frag: ToolFragment, choice: int, index: int, what: str, /, **values: Any
-) -> None:
+def _note(anomalies: list[Anomaly], raw: Any, choice: int, index: int, what: str, /, **values: Any) -> None:
     """Record the repair ``what`` (a key of ``_NOTES``) for the call at (choice, index)."""
     code, template = _NOTES[what]
     message = template.format(**{k: show(v) for k, v in values.items()}) if values else template
-    anomalies.append(Anomaly(code, message, choice, index, frag.raw))
+    anomalies.append(Anomaly(code, message, choice, index, raw))
 
 
 class _Chain:
@@ -180,132 +180,150 @@ def _is_resend(call: ToolCall, text: str | None) -> bool:
 
 def _mid_value(call: ToolCall) -> bool:
     """True while the call's arguments have started and their top-level value is still open."""
-    scanner = call._scanner
-    return call._status == "open" and scanner.started and not scanner.complete and scanner.error is None
+    if call._status != "open":
+        return False
+    scanner = call._scan()
+    return scanner.started and not scanner.complete and scanner.error is None
 
 
-def _carries_nothing(frag: ToolFragment) -> bool:
-    return frag.id is None and frag.name is None and not frag.arguments and not frag.extra
+FURTHER = 1
+"""Flag from :func:`resolve_call`: a further JSON value for a call whose value was complete (Mistral)."""
+NEW_ID = 2
+"""Flag from :func:`resolve_call`: the fragment's id replaces the call's id (Q15)."""
 
 
 def resolve_call(
-    table: CallTable, frag: ToolFragment, choice: int, anomalies: list[Anomaly]
-) -> tuple[ToolCall | None, int]:
+    table: CallTable,
+    index: int | None,
+    fid: str | None,
+    name: str | None,
+    arguments: str | None,
+    empty: bool,
+    choice: int,
+    raw: Any,
+    anomalies: list[Anomaly],
+) -> tuple[ToolCall | None, int, int]:
     """Find the call a fragment belongs to.
 
-    Returns ``(call, index)``: ``call`` is None when the fragment opens a new call, which the
-    accumulator then creates at ``index``; ``(None, SKIP)`` when the fragment carries nothing and
-    must not open one. Repairs append to ``anomalies``.
+    ``index``, ``fid``, ``name`` and ``arguments`` are the fragment's cleaned values; ``empty`` says
+    it carries nothing else either (no unknown fields). Returns ``(call, index, flags)``: ``call``
+    is None when the fragment opens a new call, which the reader then creates at ``index``;
+    ``(None, SKIP, 0)`` when the fragment carries nothing and must not open one. ``flags`` holds
+    :data:`FURTHER` and :data:`NEW_ID`. Repairs append to ``anomalies``.
+
+    The scanner is asked only in the cases that need it (a name or a new ``{`` arriving at a call,
+    a missing index): a standard continuation costs a dict lookup and three comparisons.
     """
-    frag.table = table
-    if frag.index is not None:
-        return _resolve_indexed(table, frag, frag.index, choice, anomalies)
-    return _resolve_unindexed(table, frag, choice, anomalies)
-
-
-def _resolve_indexed(
-    table: CallTable, frag: ToolFragment, index: int, choice: int, anomalies: list[Anomaly]
-) -> tuple[ToolCall | None, int]:
-    fid = frag.id
+    if index is None:
+        return _resolve_unindexed(table, fid, name, arguments, empty, choice, raw, anomalies)
     call = table.by_index.get(index)
     if call is None:
         latest = table.calls[-1] if table.calls else None
-        if fid is None and frag.name is None and frag.arguments and latest is not None and _mid_value(latest):
+        if fid is None and name is None and arguments and latest is not None and _mid_value(latest):
             # Q05 (Nebius, Cerebras): continuation pieces at a new index, without id or name.
-            _note(anomalies, frag, choice, latest._index, "index_changed", new=index, index=latest._index)
-            return latest, latest._index
-        if _carries_nothing(frag):
-            _note(anomalies, frag, choice, index, "empty_indexed", index=index)
-            return None, SKIP
+            _note(anomalies, raw, choice, latest._index, "index_changed", new=index, index=latest._index)
+            return latest, latest._index, 0
+        if empty and fid is None and name is None and not arguments:
+            _note(anomalies, raw, choice, index, "empty_indexed", index=index)
+            return None, SKIP, 0
         if not table.calls and index > 0:
-            _note(anomalies, frag, choice, index, "not_from_zero", index=index)
+            _note(anomalies, raw, choice, index, "not_from_zero", index=index)
         elif table.calls and index > table.max_index + 1:
-            _note(anomalies, frag, choice, index, "gap", before=table.max_index, index=index)
-        return None, index
-    if fid is not None and fid != call._id:
-        other = table.by_id.get(fid)
-        if other is not None:
-            if other._index == index:
-                # Calls sharing an index (Q02), interleaved, told apart by their ids.
-                return other, index
-            # The id belongs to a call at another index: ids are not unique (Q39, TGI's "0").
-            # The index wins (rule 1); the duplicate id is replaced when the message is built.
-            return call, index
-        if call._id is None:
-            return call, index  # the id arrives after the call opened (Q11, Q12)
-        if frag.name is None and _mid_value(call):
-            # Q15 (Poolside): the id changes while the arguments are still streaming.
-            _note(anomalies, frag, choice, index, "id_changed", old=call._id, new=fid)
-            frag.new_id = True
-            table.by_id.setdefault(fid, call)
-            return call, index
-        _note(anomalies, frag, choice, index, "reused_id", new=fid, index=index, old=call._id)
-        return None, index
-    if fid is None and call._scanner.complete:
-        if frag.name is not None and call._name is not None and frag.name != call._name:
-            _note(anomalies, frag, choice, index, "reused_name", new=frag.name, index=index, old=call._name)
-            return None, index
-        if _starts_new_value(frag.arguments) and not _is_resend(call, frag.arguments):
-            if frag.name is not None:
+            _note(anomalies, raw, choice, index, "gap", before=table.max_index, index=index)
+        return None, index, 0
+    if fid is None:
+        if name is None and not _starts_new_value(arguments):
+            return call, index, 0  # the common case: a plain continuation
+        if not call._scan().complete:
+            return call, index, 0
+        if name is not None and call._name is not None and name != call._name:
+            _note(anomalies, raw, choice, index, "reused_name", new=name, index=index, old=call._name)
+            return None, index, 0
+        if _starts_new_value(arguments) and not _is_resend(call, arguments):
+            if name is not None:
                 # A call header (a name) with a new value: the provider announced a new call.
-                _note(anomalies, frag, choice, index, "reused_value", new=frag.name, index=index)
-                return None, index
+                _note(anomalies, raw, choice, index, "reused_value", new=name, index=index)
+                return None, index, 0
             # No id, no name: nothing says this is another call. Splitting it off would leave the
             # first value ready although the provider went on to contradict it (hosted Mistral).
-            _note(anomalies, frag, choice, index, "further_value", index=index)
-            frag.further = True
-    return call, index
+            _note(anomalies, raw, choice, index, "further_value", index=index)
+            return call, index, FURTHER
+        return call, index, 0
+    if fid == call._id:
+        return call, index, 0
+    other = table.by_id.get(fid)
+    if other is not None:
+        if other._index == index:
+            # Calls sharing an index (Q02), interleaved, told apart by their ids.
+            return other, index, 0
+        # The id belongs to a call at another index: ids are not unique (Q39, TGI's "0").
+        # The index wins (rule 1); the duplicate id is replaced when the message is built.
+        return call, index, 0
+    if call._id is None:
+        return call, index, 0  # the id arrives after the call opened (Q11, Q12)
+    if name is None and _mid_value(call):
+        # Q15 (Poolside): the id changes while the arguments are still streaming.
+        _note(anomalies, raw, choice, index, "id_changed", old=call._id, new=fid)
+        table.by_id.setdefault(fid, call)
+        return call, index, NEW_ID
+    _note(anomalies, raw, choice, index, "reused_id", new=fid, index=index, old=call._id)
+    return None, index, 0
 
 
 def _resolve_unindexed(
-    table: CallTable, frag: ToolFragment, choice: int, anomalies: list[Anomaly]
-) -> tuple[ToolCall | None, int]:
+    table: CallTable,
+    fid: str | None,
+    name: str | None,
+    arguments: str | None,
+    empty: bool,
+    choice: int,
+    raw: Any,
+    anomalies: list[Anomaly],
+) -> tuple[ToolCall | None, int, int]:
     """No usable index (Q01, Q06, Q37): by id, then by position."""
     next_index = table.max_index + 1
-    fid = frag.id
     if fid is not None:
         known = table.by_id.get(fid)
         if known is None:
-            _note(anomalies, frag, choice, next_index, "new_by_id")
-            return None, next_index
-        if (
-            known._scanner.complete
-            and _starts_new_value(frag.arguments)
-            and not _is_resend(known, frag.arguments)
-        ):
-            _note(anomalies, frag, choice, next_index, "new_after_complete")
-            return None, next_index
-        _note(anomalies, frag, choice, known._index, "by_id")
-        return known, known._index
+            _note(anomalies, raw, choice, next_index, "new_by_id")
+            return None, next_index, 0
+        if _starts_new_value(arguments) and known._scan().complete and not _is_resend(known, arguments):
+            _note(anomalies, raw, choice, next_index, "new_after_complete")
+            return None, next_index, 0
+        _note(anomalies, raw, choice, known._index, "by_id")
+        return known, known._index, 0
     latest = table.calls[-1] if table.calls else None
     if latest is None:
-        if _carries_nothing(frag):
-            _note(anomalies, frag, choice, next_index, "empty_unindexed")
-            return None, SKIP
-        _note(anomalies, frag, choice, next_index, "opened")
-        return None, next_index
-    name_differs = frag.name is not None and latest._name is not None and frag.name != latest._name
-    complete = latest._scanner.complete
-    new_value = complete and _starts_new_value(frag.arguments) and not _is_resend(latest, frag.arguments)
+        if empty and name is None and not arguments:
+            _note(anomalies, raw, choice, next_index, "empty_unindexed")
+            return None, SKIP, 0
+        _note(anomalies, raw, choice, next_index, "opened")
+        return None, next_index, 0
+    name_differs = name is not None and latest._name is not None and name != latest._name
+    complete = latest._scan().complete
+    new_value = complete and _starts_new_value(arguments) and not _is_resend(latest, arguments)
     opens_new = (
         name_differs
-        or (new_value and frag.name is not None)
-        or (complete and frag.name is not None and latest._name is not None and not frag.arguments)
+        or (new_value and name is not None)
+        or (complete and name is not None and latest._name is not None and not arguments)
     )
     if opens_new:
-        _note(anomalies, frag, choice, next_index, "opened_new")
-        return None, next_index
+        _note(anomalies, raw, choice, next_index, "opened_new")
+        return None, next_index, 0
+    flags = 0
     if new_value:
         # A further value with no id, no name and no index: the same call, refused (as above).
-        _note(anomalies, frag, choice, latest._index, "further_value", index=latest._index)
-        frag.further = True
-    _note(anomalies, frag, choice, latest._index, "continued")
-    return latest, latest._index
+        _note(anomalies, raw, choice, latest._index, "further_value", index=latest._index)
+        flags = FURTHER
+    _note(anomalies, raw, choice, latest._index, "continued")
+    return latest, latest._index, flags
 
 
-def open_call(table: CallTable, choice: int, index: int, limits: Limits, t: float) -> ToolCall:
+def open_call(
+    table: CallTable, choice: int, index: int, limits: Limits, t: float, clock: Callable[[], float]
+) -> ToolCall:
     """Open a new call at ``index`` (as :func:`resolve_call` said) and enter it in the table."""
-    call = ToolCall(choice, index, len(table.calls), limits)
+    call = ToolCall(choice, index, len(table.calls), limits, clock)
     call._metrics.opened_at = t
     table.calls.append(call)
     table.by_index[index] = call
@@ -337,39 +355,48 @@ def ensure_ids(calls: list[ToolCall], basis: str) -> Iterator[tuple[ToolCall, An
         yield call, Anomaly(code, f"id {show(cid)} unusable; synthesized {made!r}", raw=cid)
 
 
-def apply_identity(table: CallTable, call: ToolCall, frag: ToolFragment, anomalies: list[Anomaly]) -> None:
+def apply_identity(
+    table: CallTable,
+    call: ToolCall,
+    fid: str | None,
+    name: str | None,
+    ftype: str | None,
+    extra: dict[str, Any] | None,
+    new_id: bool,
+    raw: Any,
+    anomalies: list[Anomaly],
+) -> None:
     """Write ``id``, ``name`` and ``type`` once (first usable value); note repeats and conflicts.
 
     A sealed call is frozen (rule 4): a late fragment may repeat its identity, never complete or
     change it (a name arriving after an invalid, nameless call was sealed is noted, not written).
-    The call's first id enters ``table.by_id``.
+    The call's first id enters ``table.by_id``. The reader calls this only for a fragment that
+    carries an identity field or unknown fields, or opens the call.
     """
     choice = call._choice
     index = call._index
     if call._status != "open":
-        if frag.id is not None and frag.id != call._id:
-            _note(anomalies, frag, choice, index, "sealed_id", new=frag.id, old=call._id)
-        if frag.name is not None and frag.name != call._name:
-            _note(anomalies, frag, choice, index, "sealed_name", new=frag.name, old=call._name)
+        if fid is not None and fid != call._id:
+            _note(anomalies, raw, choice, index, "sealed_id", new=fid, old=call._id)
+        if name is not None and name != call._name:
+            _note(anomalies, raw, choice, index, "sealed_name", new=name, old=call._name)
         return
-    fid = frag.id
     if fid is not None:
         if call._id is None:
             call._id = fid
             table.by_id.setdefault(fid, call)
         elif fid == call._id:
-            _note(anomalies, frag, choice, index, "id_repeated")
-        elif frag.new_id:
+            _note(anomalies, raw, choice, index, "id_repeated")
+        elif new_id:
             call._id = fid
         else:
-            _note(anomalies, frag, choice, index, "id_conflict", new=fid, old=call._id)
-    name = frag.name
+            _note(anomalies, raw, choice, index, "id_conflict", new=fid, old=call._id)
     if name is not None:
         current = call._name
         if current is None:
             call._name = name
         elif name == current:
-            _note(anomalies, frag, choice, index, "name_repeated")
+            _note(anomalies, raw, choice, index, "name_repeated")
         elif call._chars == 0:
             # Before any argument text, a different name can only be more of the same name: a
             # resend with more text (replace) or the next piece (append), as in Continue's
@@ -378,33 +405,32 @@ def apply_identity(table: CallTable, call: ToolCall, frag: ToolFragment, anomali
             if len(joined) > MAX_IDENTITY:
                 # Pieces without end (a hostile stream): keep what there is, refuse the call at seal.
                 call._pending_error = MissingName(f"the function name grew beyond {MAX_IDENTITY} characters")
-                _note(anomalies, frag, choice, index, "name_conflict", new=name, old=current)
+                _note(anomalies, raw, choice, index, "name_conflict", new=name, old=current)
             else:
                 call._name = joined
-                _note(anomalies, frag, choice, index, "name_fragmented", old=current, new=name, joined=joined)
+                _note(anomalies, raw, choice, index, "name_fragmented", old=current, new=name, joined=joined)
         else:
-            _note(anomalies, frag, choice, index, "name_conflict", new=name, old=current)
-    ftype = frag.type
+            _note(anomalies, raw, choice, index, "name_conflict", new=name, old=current)
     if call._type is None:
         if ftype:
             if ftype == "null":
-                _note(anomalies, frag, choice, index, "type_null")
+                _note(anomalies, raw, choice, index, "type_null")
             else:
                 call._type = ftype
                 if ftype != "function":
-                    _note(anomalies, frag, choice, index, "type_unexpected", new=ftype)
+                    _note(anomalies, raw, choice, index, "type_unexpected", new=ftype)
         elif call._metrics.fragments == 0:
-            _note(anomalies, frag, choice, index, "type_missing")
+            _note(anomalies, raw, choice, index, "type_missing")
     elif ftype == call._type:
-        _note(anomalies, frag, choice, index, "type_repeated")
+        _note(anomalies, raw, choice, index, "type_repeated")
     elif ftype == "":
-        _note(anomalies, frag, choice, index, "type_empty")
+        _note(anomalies, raw, choice, index, "type_empty")
     elif ftype == "null":
-        _note(anomalies, frag, choice, index, "type_null")
+        _note(anomalies, raw, choice, index, "type_null")
     elif ftype is not None:
-        _note(anomalies, frag, choice, index, "type_conflict", new=ftype, old=call._type)
-    if frag.extra:
-        call._extra.update(frag.extra)
+        _note(anomalies, raw, choice, index, "type_conflict", new=ftype, old=call._type)
+    if extra:
+        call._extra.update(extra)
 
 
 def _object_start_breaks(call: ToolCall) -> bool:
@@ -414,7 +440,7 @@ def _object_start_breaks(call: ToolCall) -> bool:
     ``,`` inside an array). Anywhere else (after ``{``, a key, a value, a ``,`` in an object, the
     closed top-level value) the text is certainly broken if read as a plain continuation.
     """
-    scanner = call._scanner
+    scanner = call._scan()
     if scanner.error is not None or scanner.complete:
         return True
     if scanner.in_string:
@@ -426,8 +452,17 @@ def _object_start_breaks(call: ToolCall) -> bool:
     return not (last in ":[" or (last == "," and scanner.in_array))
 
 
-def argument_text(call: ToolCall, frag: ToolFragment, anomalies: list[Anomaly]) -> tuple[str | None, bool]:
-    """The text to add to ``call`` and whether it replaces the existing text.
+def argument_text(
+    table: CallTable,
+    call: ToolCall,
+    text: str,
+    replace: bool,
+    further: bool,
+    raw: Any,
+    anomalies: list[Anomaly],
+) -> tuple[str | None, bool]:
+    """The text to add to ``call`` (non-empty ``text`` from one fragment) and whether it replaces
+    the existing text (``replace``: the fragment sent the arguments whole, as an object).
 
     Cumulative resends (Q17: each fragment repeats all the text so far, then some) are detected
     by a chain: while every fragment starts with the previous one, the call *may* be cumulative.
@@ -435,36 +470,27 @@ def argument_text(call: ToolCall, frag: ToolFragment, anomalies: list[Anomaly]) 
     JSON (:func:`_object_start_breaks`), so a standard stream is never misread, however its text
     happens to be cut (``{"`` then ``{": 1}`` is the key ``"{"``). Until then fragments are
     appended as usual; at the switch the call's text is replaced by the latest full text, and from
-    then on only what each fragment adds is appended.
+    then on only what each fragment adds is appended. A standard stream leaves the chain at its
+    second fragment, so the check costs one dict lookup afterwards.
 
     A sealed call never changes: an exact resend of its text is dropped (noted), anything else is
-    handed on, and the accumulator refuses it as a late fragment. A further value (``frag.further``)
-    is appended as it came: the call keeps everything that arrived, and is refused at seal.
+    handed on, and the reader refuses it as a late fragment. A further value (``further``) is
+    appended as it came: the call keeps everything that arrived, and is refused at seal.
     """
-    text = frag.arguments
-    if not text:
-        return None, False
     if call._status != "open":
         if _is_resend(call, text):
-            _note(anomalies, frag, call._choice, call._index, "sealed_resend")
+            _note(anomalies, raw, call._choice, call._index, "sealed_resend")
             return None, False
-        return text, False
-    table = frag.table
-    if frag.further:
-        if table is not None:
-            table.chains.pop(call._slot, None)
-        return text, False
-    if frag.replace:
-        if table is not None:
-            table.chains.pop(call._slot, None)
-        if _is_resend(call, text):
-            return None, False
-        return text, True
-    if table is None:
         return text, False
     chains = table.chains
     slot = call._slot
-    chain = chains.get(slot)
+    chain = chains.get(slot) if chains else None
+    if further or replace:
+        if chain is not None:
+            del chains[slot]
+        if replace and _is_resend(call, text):
+            return None, False
+        return text, replace
     if chain is None:
         if call._chars == 0:
             chains[slot] = _Chain(text)
@@ -486,7 +512,7 @@ def argument_text(call: ToolCall, frag: ToolFragment, anomalies: list[Anomaly]) 
         return text, False
     chain.latched = True
     chain.last = text
-    _note(anomalies, frag, call._choice, call._index, "cumulative")
+    _note(anomalies, raw, call._choice, call._index, "cumulative")
     if call._chars == len(last):
         return text[len(last) :] or None, False
     # Earlier resends were appended while still ambiguous: start over from the full text.

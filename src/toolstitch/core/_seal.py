@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from ..errors import ContractViolation, InternalFault, MalformedArguments
 from ._anomaly import Anomaly, AnomalyCode
-from ._call import ToolCall, now
+from ._call import ToolCall, now, text_size
 from ._limits import Limits
 from ._schema import ToolSchemas, _as_mapping
 
@@ -190,19 +190,19 @@ def sealed_call(
     t = now()
     call._metrics.opened_at = t
     try:
-        call._id = id if isinstance(id, str) and id else None
-        call._name = name if isinstance(name, str) and name else None
+        call._id = id if type(id) is str and id else None
+        call._name = name if type(name) is str and name else None
         checks = CallChecks(list(tools) if tools is not None else None, empty_arguments=empty_arguments)
         if arguments is None:
             arguments = ""
-        if not isinstance(arguments, str):
+        if type(arguments) is not str:
             call._invalidate(
                 MalformedArguments(f"arguments in the message are a {type(arguments).__name__}, not a string")
             )
             call._metrics.sealed_at = t
             return call
         call._metrics.fragments = 1
-        call._append(arguments, t)
+        call._append(arguments, text_size(arguments))
         if call._status == "open":
             notes: list[Anomaly] = []
             checks.seal(call, t, True, notes)
