@@ -17,10 +17,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Literal
 
-from ..core._accumulator import Accumulator
 from ..core._call import ToolCall
 from ..core._limits import Limits
-from ..core._seal import requested_choice
+from ..recording._contract import given_contract
 from ._shape import as_chunk
 
 __all__ = ["tool_calls"]
@@ -50,10 +49,7 @@ def tool_calls(
     ``ts.tool_message(call, ...)`` / ``ts.call_error_text(call)`` build the history from it as
     from a stream.
     """
-    accumulator = Accumulator(
-        tools,
-        tool_choice=requested_choice(tool_choice, function_call),
-        parallel_tool_calls=parallel_tool_calls,
+    accumulator = given_contract(tools, tool_choice, function_call, parallel_tool_calls).accumulator(
         limits=limits,
         empty_arguments=empty_arguments,
         recover_text_tool_calls=recover_text_tool_calls,

@@ -8,11 +8,16 @@ The SDK's resources build each request and hand it to the client's ``post`` (whi
 
 Such a call streams chat completions as ``create(stream=True)`` does, so it is stitched the same way
 (rule 10: its body is the request, with ``options["extra_json"]`` over it as the SDK merges it, and
-the tools, ``tool_choice`` and ``parallel_tool_calls`` there are the contract). What cannot be stitched
-is passed on with one ``UnstitchedStreamWarning`` per client and call: a body that is not a mapping
-(its tools cannot be read), or a result that is not an ``openai.Stream`` (a raw response asked for by
-header). Streams of other endpoints are left alone, as their resources are (``responses``,
-``completions``: toolstitch stitches chat completions), and so is every call that does not stream.
+the tools, ``tool_choice`` and ``parallel_tool_calls`` there are the contract, read by
+``recording._contract``: a field there that cannot be read refuses every call). The body may be a
+mapping or JSON text (``content=b"{...}"``, or a bytes ``body``). Every path the SDK would send to
+the endpoint counts, however it is spelled (``/chat/completions/.``, ``chat//completions``,
+``chat/%63ompletions``, a full URL, a query string: see :func:`_is_chat`). What cannot be stitched is
+passed on with one ``UnstitchedStreamWarning`` per client and call: a body that cannot be read (a
+file or an iterator of bytes, text that is not one JSON object), or a result that is not an
+``openai.Stream`` (a raw response asked for by header). Streams of other endpoints are left alone,
+as their resources are (``responses``, ``completions``: toolstitch stitches chat completions), and so
+is every call that does not stream.
 
 Only calls made on the wrapper go through here: the SDK's resources hold the client itself, never
 the wrapper, so ``create`` and friends do not pass twice. One exception is handled: an
@@ -24,9 +29,10 @@ the one the SDK calls for every request; found installed on the client (directly
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from ..core._call import now
 from ._proxy import like
@@ -47,7 +53,7 @@ def post(opts: _Options, client: Any) -> Any:
             return label, None
         options = kwargs.get("options")
         extra = options.get("extra_json") if isinstance(options, Mapping) else None
-        return label, _chat_request(opts, label, kwargs.get("body"), extra)
+        return label, _chat_request(opts, label, kwargs.get("body"), extra, kwargs.get("content"))
 
     if opts.is_async:
 
@@ -82,12 +88,13 @@ def request(opts: _Options, client: Any) -> Any:
         options = kwargs["options"] if "options" in kwargs else args[1] if len(args) > 1 else None
         try:  # the SDK's FinalRequestOptions; anything else has no chat path to read
             path, body, extra = options.url, options.json_data, options.extra_json  # type: ignore[union-attr]
+            content = getattr(options, "content", None)  # openai >= 2.x: raw bytes beside json_data
         except Exception:
             return "", None
         label = f"request(<{path!r}>, stream=True)"
         if not _is_chat(path):
             return label, None
-        return label, _chat_request(opts, label, body, extra)
+        return label, _chat_request(opts, label, body, extra, content)
 
     if opts.is_async:
 
@@ -122,32 +129,111 @@ def streaming(kwargs: Mapping[str, Any]) -> bool:
         return False
 
 
+#: How many times a path is percent-decoded at most: a server may decode once more than the SDK
+#: encodes (``%2563`` is ``%63`` is ``c``); more layers than this are not a path anyone routes.
+_DECODINGS = 4
+
+
 def _is_chat(path: Any) -> bool:
-    """Whether ``path`` (relative, or a full URL as the SDK accepts) is chat completions."""
+    """Whether ``path`` reaches the chat-completions endpoint: relative (joined to the client's
+    ``base_url`` as the SDK joins it, which keeps the base's own segments in front) or a full URL,
+    in any spelling a server would route there. The path alone decides (the query, the fragment and
+    the host do not), normalised the way URL joins and servers normalise it: percent-encoding
+    decoded (``%2F`` included), ``\\`` read as ``/``, empty segments (``//``), ``.`` and ``..``
+    resolved, ``;params`` dropped, a trailing slash, dot or space ignored, case ignored. A false yes
+    stitches a stream that is not chat completions (its chunks pass through unchanged, with
+    anomalies); a false no would leave tool calls unchecked, so the doubt goes to yes."""
     if not isinstance(path, str):
-        return False
+        try:  # an httpx.URL (the SDK joins any URL it is given); anything else is no path
+            path = str(path) if type(path).__name__ == "URL" else None
+        except Exception:
+            return False
+        if path is None:
+            return False
     try:
-        tail = urlsplit(path).path.rstrip("/")
+        tail = urlsplit(path).path
     except ValueError:
-        return False
-    return tail == "chat/completions" or tail.endswith("/chat/completions")
+        tail = path.split("?", 1)[0].split("#", 1)[0]
+    for _ in range(_DECODINGS):
+        decoded = unquote(tail)
+        if decoded == tail:
+            break
+        tail = decoded
+    segments: list[str] = []
+    for raw in tail.replace("\\", "/").split("/"):
+        segment = raw.split(";", 1)[0].strip()
+        if segment in ("", "."):
+            continue
+        if segment == "..":
+            if segments:
+                segments.pop()
+            continue
+        segments.append(segment.rstrip(". ").lower())
+    return segments[-2:] == ["chat", "completions"]
 
 
-def _chat_request(opts: _Options, label: str, body: Any, extra: Any) -> dict[str, Any] | None:
+def _chat_request(
+    opts: _Options, label: str, body: Any, extra: Any, content: Any = None
+) -> dict[str, Any] | None:
     """The request a streamed chat-completions call sends, as ``create``'s keyword arguments read
-    (``extra_json`` as ``extra_body``, which the SDK merges over the body); None, with one warning,
-    when the body cannot be read (the contract would be unknown: rule 10 fails closed, and a stream
-    of nothing but invalid calls would say less than the warning)."""
+    (``extra_json`` as ``extra_body``, which the SDK merges over the body): the body as a mapping,
+    or JSON text (``bytes``, ``bytearray``, ``memoryview`` or ``str``, given as ``content=`` or as a
+    bytes ``body``) holding one object. None, with one warning, when the body cannot be read: raw
+    content that is a file or an iterator (reading it would take it from the SDK), text that is not
+    one JSON object (or holds a key twice: which value a server takes is its own choice), anything
+    else. The contract inside a body that was read is :func:`read_contract`'s to judge: a field it
+    cannot read refuses every call."""
+    if body is None and content is not None:
+        body = content
     if body is None:
         body = {}
     if not isinstance(body, Mapping):
-        why = f"its body is a {type(body).__name__}, not a mapping of the request's fields"
-        opts.unstitched(label, why, stacklevel=5)
-        return None
+        fields, why = _json_object(body)
+        if fields is None:
+            opts.unstitched(label, why, stacklevel=5)
+            return None
+        body = fields
     request = {k: v for k, v in body.items() if k != "extra_body"}  # a field sent as is, not merged
     if isinstance(extra, Mapping) and extra:
         request["extra_body"] = dict(extra)
     return request
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    fields: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in fields:
+            raise ValueError(f"the key {key!r} appears twice")
+        fields[key] = value
+    return fields
+
+
+def _json_object(body: Any) -> tuple[dict[str, Any] | None, str]:
+    """``body`` read as the JSON object it holds (strict UTF-8 JSON, no NaN, no key twice), or None
+    and why it cannot be read."""
+    if isinstance(body, str):
+        text = body
+    elif isinstance(body, bytes | bytearray | memoryview):
+        try:
+            text = bytes(body).decode("utf-8")
+        except (UnicodeDecodeError, TypeError, ValueError):
+            return None, f"its body ({type(body).__name__}) is not UTF-8 text"
+    else:
+        return (
+            None,
+            f"its body is a {type(body).__name__}, not a mapping of the request's fields or JSON text",
+        )
+    try:
+        fields = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+    except (ValueError, RecursionError) as exc:
+        return None, f"its body ({type(body).__name__}) is not JSON toolstitch can read ({exc})"
+    if not isinstance(fields, dict):
+        return None, f"its body ({type(body).__name__}) holds a JSON {type(fields).__name__}, not an object"
+    return fields, ""
 
 
 def _installed(client: Any, name: str, function: Callable[..., Any]) -> bool:

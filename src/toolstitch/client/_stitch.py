@@ -10,7 +10,10 @@ manager that closes the source.
 
 The request is the contract (rule 10), so pass what the request sent: ``tools`` (when omitted,
 names and arguments are not checked against any schema; an empty list offers none, so every call is
-``invalid``), ``tool_choice`` (or the legacy ``function_call``) and ``parallel_tool_calls``.
+``invalid``), ``tool_choice`` (or the legacy ``function_call``) and ``parallel_tool_calls``. They are
+read as a wrapped client reads a request (``recording._contract``): a value that cannot be read as
+one (``tools`` that are a mapping or hold something that is not a tool, a ``tool_choice`` that is
+neither a string nor an object) refuses every call.
 """
 
 from __future__ import annotations
@@ -20,10 +23,9 @@ from typing import Any, Literal, overload
 
 from pydantic import BaseModel
 
-from ..core._accumulator import Accumulator
 from ..core._call import now
 from ..core._limits import Limits
-from ..core._seal import requested_choice
+from ..recording._contract import given_contract
 from ._fast import Decode, stream_from_bytes
 from ._shape import plain_chunk
 from ._stream import AsyncStitchedStream, StitchedStream
@@ -95,20 +97,17 @@ def stitch(
     started = now()
     if decode is not None:
         chunks = stream_from_bytes(chunks, decode=decode)
-    tool_list = list(tools) if tools is not None else None  # read once: a generator is not reread
+    contract = given_contract(tools, tool_choice, function_call, parallel_tool_calls)  # tools read once
     request: dict[str, Any] = {}
     for key, value in (
-        ("tools", tool_list),
+        ("tools", contract.tools if contract.unreadable is None else tools),
         ("tool_choice", tool_choice),
         ("function_call", function_call),
         ("parallel_tool_calls", parallel_tool_calls),
     ):
         if value is not None:
             request[key] = value
-    accumulator = Accumulator(
-        tool_list,
-        tool_choice=requested_choice(tool_choice, function_call),
-        parallel_tool_calls=parallel_tool_calls,
+    accumulator = contract.accumulator(
         limits=limits,
         empty_arguments=empty_arguments,
         started_at=started,

@@ -15,8 +15,10 @@ What it intercepts: every way the SDK streams chat completions, sync and async.
 =========================================================================  =========================
 
 Each of them also through ``client.with_options(...)`` and ``client.copy(...)`` (whose clients are
-wrapped the same way). Each streamed request is read once by :func:`_read_request`: its ``tools``,
-``tool_choice`` and ``parallel_tool_calls`` are the contract its calls are checked against.
+wrapped the same way). Each streamed request is read once by :func:`_read_request`: its ``tools``
+(and ``functions``), ``tool_choice`` and ``parallel_tool_calls``, from its keyword arguments or from
+``extra_body`` over them, are the contract its calls are checked against (``recording._contract``:
+one that cannot be read refuses every call).
 
 What it leaves alone: every request that does not stream (``create()`` without ``stream=True``,
 ``parse()``, ``retrieve``/``list``/``delete``), other APIs (``responses``, ``completions``,
@@ -65,8 +67,8 @@ if TYPE_CHECKING:
 from ..core._accumulator import Accumulator
 from ..core._call import now
 from ..core._limits import Limits
-from ..core._seal import offered_tools, requested_choice
 from ..errors import UnstitchedStreamWarning
+from ..recording._contract import read_contract
 from ..recording._recorder import Redact, recording_path, redact_parts
 from . import _lowlevel
 from ._fast import Decode, install
@@ -82,11 +84,6 @@ from ._responses import (
 from ._stream import AsyncStitchedStream, StitchedStream
 
 __all__ = ["WrappedClient", "wrap"]
-
-#: The SDK's sentinels for an argument that is not sent (``Omit`` exists from openai 1.99 on).
-_NOT_SENT: tuple[type, ...] = tuple(
-    t for t in (getattr(openai, "NotGiven", None), getattr(openai, "Omit", None)) if isinstance(t, type)
-)
 
 _Stream = TypeVar("_Stream", StitchedStream, AsyncStitchedStream)
 
@@ -173,11 +170,11 @@ class _Options:
         )
 
     def accumulator(self, request: Mapping[str, Any], started_at: float) -> Accumulator:
-        """An accumulator for one streamed request (``request`` as :func:`_read_request` made it)."""
-        return Accumulator(
-            _offered(request),
-            tool_choice=requested_choice(_sent(request, "tool_choice"), _sent(request, "function_call")),
-            parallel_tool_calls=_sent(request, "parallel_tool_calls"),
+        """An accumulator for one streamed request (``request`` as :func:`_read_request` made it),
+        holding its calls to the request's contract as :func:`read_contract` reads it, wherever the
+        SDK sends it from (keyword arguments, ``extra_body``); a contract that cannot be read
+        refuses every call."""
+        return read_contract(request).accumulator(
             limits=self.limits,
             empty_arguments=self.empty_arguments,
             started_at=started_at,
@@ -185,41 +182,26 @@ class _Options:
         )
 
 
-def _sent(request: Mapping[str, Any], key: str) -> Any:
-    """What the request body carries under ``key``: the SDK merges ``extra_body`` over its own
-    fields, so a value there is the one the server reads (and the contract calls are held to)."""
-    extra = request.get("extra_body")
-    if isinstance(extra, Mapping) and key in extra:
-        return _given(extra[key])
-    return _given(request.get(key))
-
-
-def _offered(request: Mapping[str, Any]) -> list[Any] | None:
-    """The tools the request offered (rule 10: a request that sends neither ``tools`` nor
-    ``functions``, or empty lists, offers none, so every call it gets is ``invalid``)."""
-    return offered_tools(_sent(request, "tools"), _sent(request, "functions"))
-
-
-def _given(value: Any) -> Any:
-    """``value``, or ``None`` for the SDK's "not given" sentinels (``NOT_GIVEN``, ``omit``), which
-    send nothing: the request then has no ``tool_choice`` (or ``parallel_tool_calls``) to enforce."""
-    return None if isinstance(value, _NOT_SENT) else value
-
-
 def _read_request(kwargs: dict[str, Any]) -> tuple[dict[str, Any], float]:
     """The keyword arguments to send, and when the request started.
 
-    The request is the contract (rule 10). ``tools`` given as any iterable (a generator,
-    ``dict.values()``, ``map``, a tuple) is read here, once, into a list; that same list goes to the
-    SDK and to the accumulator, so every call is checked against exactly the tools the model was
-    offered (read twice, a generator would be sent by the SDK and be empty for the check). Its
-    ``tool_choice`` (or legacy ``function_call``) and ``parallel_tool_calls`` go to the accumulator
-    too, which refuses the calls they forbid (``ContractViolation``).
+    The request is the contract (rule 10). ``tools`` and ``functions`` given as any iterable (a
+    generator, ``dict.values()``, ``map``, a tuple) are read here, once, into a list, as the SDK
+    reads them; that same list goes to the SDK and to the accumulator, so every call is checked
+    against exactly the tools the model was offered (read twice, a generator would be sent by the
+    SDK and be empty for the check). What is not a sequence of tools (a mapping, a string) is left
+    as it is: the accumulator cannot read it as a contract and refuses every call. ``tool_choice``
+    (or legacy ``function_call``) and ``parallel_tool_calls`` go to the accumulator too, which
+    refuses the calls they forbid (``ContractViolation``).
     """
     started = now()
-    tools = kwargs.get("tools")
-    if isinstance(tools, Iterable) and not isinstance(tools, list | str | bytes | Mapping):
-        kwargs = {**kwargs, "tools": list(tools)}
+    read: dict[str, list[Any]] = {}
+    for key in ("tools", "functions"):
+        value = kwargs.get(key)
+        if isinstance(value, Iterable) and not isinstance(value, list | str | bytes | bytearray | Mapping):
+            read[key] = list(value)
+    if read:
+        kwargs = {**kwargs, **read}
     return kwargs, started
 
 

@@ -9,6 +9,7 @@
 * :mod:`._report_text`  the report for an 80-column terminal.
 * :mod:`._report_html`  the report as one self-contained HTML page.
 * :mod:`._plain`        plain, bounded JSON data from requests, chunks and completions.
+* :mod:`._contract`     the request's contract, read one way for live streams and replays.
 
 The command line over these (``toolstitch replay``) lives in :mod:`toolstitch.cli`.
 """

@@ -243,11 +243,12 @@ class Recorder:
             line = json.dumps(self._secrets.mask(dict(record)), ensure_ascii=False, separators=(",", ":"))
         self._out.write(line + "\n")
 
-    def _request_data(self, request: Mapping[str, Any]) -> dict[str, Any]:
+    def _request_data(self, request: Mapping[Any, Any], *, top: bool = True) -> dict[str, Any]:
         """The request parameters as plain JSON, without credentials and without SDK sentinels.
         Every value masked here becomes a literal secret, masked wherever else it shows up."""
         out: dict[str, Any] = {}
-        for key, value in request.items():
+        for name, value in request.items():
+            key = str(name)
             if is_sentinel(value):
                 continue
             if key in _TRANSPORT_OPTIONS and isinstance(value, Mapping):
@@ -259,6 +260,10 @@ class Recorder:
                 self._remember([value])
             elif key in _SCHEMA_OPTIONS:
                 out[key] = self._plain(value)
+            elif top and key == "extra_body" and isinstance(value, Mapping):
+                # Merged over the request by the SDK: its schema fields are schemas (the contract a
+                # replay checks against), its other fields request parameters.
+                out[key] = self._request_data(value, top=False)
             else:
                 out[key] = self._scrub(self._plain(value), shapes=key not in _CONTENT_OPTIONS)
         return out

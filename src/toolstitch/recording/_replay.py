@@ -27,7 +27,7 @@ import os
 import re
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import fields
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import IO, Any, Literal
 
@@ -37,8 +37,8 @@ from ..core._accumulator import Accumulator
 from ..core._anomaly import Anomaly
 from ..core._call import ToolCall
 from ..core._limits import Limits
-from ..core._seal import offered_tools, requested_choice
 from ..errors import RecordedError, RecordingFormatError
+from ._contract import read_contract
 from ._recorder import FORMAT
 from ._timeline import Timeline, TimelineBuilder
 
@@ -235,9 +235,11 @@ class Replay:
         request = header.get("request") if isinstance(header.get("request"), dict) else {}
         options = header.get("options") if isinstance(header.get("options"), dict) else {}
         assert isinstance(request, dict) and isinstance(options, dict)
-        tools = offered_tools(request.get("tools"), request.get("functions"))
-        if tools == [] and options.get("tools_offered") != "none":
-            tools = None  # no tools recorded, and no marker that none were offered: not known
+        contract = read_contract(request)  # as the live stream read it: what it refused is refused
+        if contract.unreadable is None and contract.tools == [] and options.get("tools_offered") != "none":
+            # no tools recorded, and no marker that none were offered: not known (ts.stitch without
+            # tools), so names and schemas go unchecked, as they did live
+            contract = replace(contract, tools=None)
         limits = None
         if isinstance(options.get("limits"), dict):
             known = {f.name for f in fields(Limits)}
@@ -249,16 +251,12 @@ class Replay:
             "object" if options.get("empty_arguments") == "object" else "invalid"
         )
         try:
-            return Accumulator(
-                tools,
+            return contract.accumulator(
                 limits=limits,
                 empty_arguments=empty,
                 started_at=0.0 if self.timed else None,
                 clock=self._clock if self.timed else None,
                 recover_text_tool_calls=options.get("recover_text_tool_calls") is True,
-                # The recorded contract, so a replay refuses what the live stream refused.
-                tool_choice=requested_choice(request.get("tool_choice"), request.get("function_call")),
-                parallel_tool_calls=request.get("parallel_tool_calls"),
             )
         except Exception as exc:  # fail closed: recorded tools the core cannot take, one clear error
             raise RecordingFormatError(
