@@ -487,3 +487,15 @@ def test_json_text_of_any_bytes_like_kind_is_read_as_the_body() -> None:
     for given in (text, text.encode(), bytearray(text.encode()), memoryview(text.encode())):
         fields, _ = _json_object(given)
         assert fields is not None and read_contract(fields).tools == [F]
+
+
+@pytest.mark.parametrize(("base", "path"), [("/v1/chat/", "completions"), ("/v1/chat/completions", "")])
+def test_a_path_joined_to_a_base_url_that_holds_the_endpoint_is_stitched(
+    server: LocalServer, base: str, path: str, no_unstitched_warning: None
+) -> None:
+    server.enqueue(StreamScript(tool_call_chunks(CALLS)))
+    root = server.base_url.removesuffix("/v1")
+    plain = openai.OpenAI(base_url=root + base, api_key="test", max_retries=0)
+    stream = ts.wrap(plain).post(path, body=body(tools=[F]), cast_to=ChatCompletion, **STREAM)
+    stream.until_done()
+    held_to_the_contract(stream)

@@ -49,7 +49,11 @@ def post(opts: _Options, client: Any) -> Any:
 
     def begin(path: Any, kwargs: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
         label = f"post({path!r}, stream=True)"
-        if not streaming(kwargs) or _installed(client, "post", intercepted) or not _is_chat(path):
+        if (
+            not streaming(kwargs)
+            or _installed(client, "post", intercepted)
+            or not _reaches_chat(client, path)
+        ):
             return label, None
         options = kwargs.get("options")
         extra = options.get("extra_json") if isinstance(options, Mapping) else None
@@ -92,7 +96,7 @@ def request(opts: _Options, client: Any) -> Any:
         except Exception:
             return "", None
         label = f"request(<{path!r}>, stream=True)"
-        if not _is_chat(path):
+        if not _reaches_chat(client, path):
             return label, None
         return label, _chat_request(opts, label, body, extra, content)
 
@@ -132,6 +136,19 @@ def streaming(kwargs: Mapping[str, Any]) -> bool:
 #: How many times a path is percent-decoded at most: a server may decode once more than the SDK
 #: encodes (``%2563`` is ``%63`` is ``c``); more layers than this are not a path anyone routes.
 _DECODINGS = 4
+
+
+def _reaches_chat(client: Any, path: Any) -> bool:
+    """Whether a call to ``path`` on ``client`` reaches the chat-completions endpoint: the path
+    joined to the client's ``base_url`` exactly as the SDK joins it (``_prepare_url``; so a
+    ``base_url`` that already ends in ``/chat/`` or ``/chat/completions`` counts), or the path
+    alone (when the join cannot be made, or says no: the doubt goes to yes)."""
+    try:
+        joined = client._prepare_url(path)
+        target = joined.raw_path.decode("ascii", "replace")
+    except Exception:
+        target = None
+    return (target is not None and _is_chat(target)) or _is_chat(path)
 
 
 def _is_chat(path: Any) -> bool:
