@@ -436,6 +436,26 @@ class Accumulator:
             why="a part of a chunk that may have carried its text could not be read",
         )
 
+    def _duplicate_choice(self, index: int, raw: Any, events: list[Event]) -> None:
+        """A second piece for choice ``index`` in one chunk: every call of that choice is refused,
+        sealed ones included (a completion's two "choice 0" must not merge into one)."""
+        self._record(
+            Anomaly(
+                AnomalyCode.MALFORMED_CHUNK,
+                f"two pieces of one chunk claim choice {index}; the second was dropped and the "
+                "choice's calls refused",
+                index,
+                raw=raw,
+            ),
+            None,
+            events,
+        )
+        state = self._choices.get(index)
+        if state is not None:
+            why = "two pieces of one chunk claimed its choice, so its text cannot be told apart"
+            self._refuse(list(state.table.calls), None, events, None, why=why)
+            state.duplicated = True
+
     def _fault(
         self, state: ChoiceState, exc: BaseException, sealing: list[ToolCall] | None, events: list[Event]
     ) -> None:
@@ -896,7 +916,13 @@ def _ordered(calls: list[ToolCall]) -> list[ToolCall]:
 def _call_data(call: ToolCall, full: bool = True) -> dict[str, Any]:
     extra = call._extra if full else {}
     data: dict[str, Any] = {k: _dump(v) for k, v in extra.items() if k != "function"}
-    function: dict[str, Any] = {"name": call._name or "", "arguments": call.arguments}
+    arguments = call.arguments
+    if arguments == "" and call._status == "ready":
+        # Ready on "" only where "" and {} cannot differ (a tool without parameters, or
+        # empty_arguments="object"): the message says {}, so that its arguments parse to ``parsed``
+        # for whoever reads them (the raw text stays in the recording).
+        arguments = "{}"
+    function: dict[str, Any] = {"name": call._name or "", "arguments": arguments}
     fextra = extra.get("function")
     if isinstance(fextra, dict):
         function.update({k: v for k, v in fextra.items() if k not in function})

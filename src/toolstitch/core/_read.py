@@ -62,6 +62,7 @@ class ChoiceState:
 
     __slots__ = (
         "content",
+        "duplicated",
         "extra",
         "finish_reason",
         "finish_reasons",
@@ -90,6 +91,9 @@ class ChoiceState:
         self.table = CallTable()
         self.first_call: ToolCall | None = None
         """The choice's first call (by index), fixed when its calls are first sealed."""
+        self.duplicated = False
+        """Two pieces of one chunk claimed this choice: its calls were refused, and any call it
+        opens later is refused too."""
         self.guessed = False
         """A piece without a usable choice index was read as this choice (0): if another choice
         turns up, that guess may have been wrong, and the calls it touched are refused."""
@@ -136,6 +140,7 @@ def read_chunk(acc: Accumulator, chunk: Any, events: list[Event], want: bool) ->
                 events,
             )
         return
+    seen: set[int] | None = set() if len(choices) > 1 else None
     for raw in choices:
         read = read_object(raw, _CHOICE_KEYS)
         if read is None:
@@ -147,6 +152,13 @@ def read_chunk(acc: Accumulator, chunk: Any, events: list[Event], want: bool) ->
             index = _choice_index(acc, index, raw, events)
             if index is None:
                 continue
+        if seen is not None:
+            if index in seen:
+                # Two pieces of one chunk (or two choices of one completion) claim the same choice:
+                # which text belongs to which cannot be told, so none of that choice's calls runs.
+                acc._duplicate_choice(index, raw, events)
+                continue
+            seen.add(index)
         state = acc._choices.get(index)
         if state is None:
             state = acc._open_choice(index, events)
@@ -450,6 +462,10 @@ def _open(
         return None
     t = acc._now()
     call = open_call(table, state.index, index, limits, t, acc._clock)
+    if state.duplicated:
+        call._pending_error = MalformedArguments(
+            "its choice was claimed by two pieces of one chunk, so its text cannot be told apart"
+        )
     if acc.metrics.first_tool_call_at is None:
         acc.metrics.first_tool_call_at = t
     if state.finish_reason is not None:

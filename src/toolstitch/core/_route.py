@@ -232,7 +232,7 @@ def resolve_call(
             _note(anomalies, raw, choice, index, "gap", before=table.max_index, index=index)
         return None, index, 0
     if fid is None:
-        if name is None and not _starts_new_value(arguments):
+        if name is None and (not arguments or "{" not in arguments or not _starts_new_value(arguments)):
             return call, index, 0  # the common case: a plain continuation
         if not call._scan().complete:
             return call, index, 0

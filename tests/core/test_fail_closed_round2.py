@@ -1,0 +1,165 @@
+"""Fail closed, round 2 (the core's part): values the strict parse refuses, a completion's two
+"choice 0", memory across calls and choices, and previews that stay linear."""
+
+from __future__ import annotations
+
+import json
+import tracemalloc
+from typing import Any
+
+import pytest
+
+import toolstitch as ts
+from toolstitch.core import _preview
+
+
+def head(i: int, name: str = "f", choice: int = 0, cid: str | None = None) -> dict[str, Any]:
+    entry = {
+        "index": i,
+        "id": cid or f"call_{choice}_{i}",
+        "type": "function",
+        "function": {"name": name, "arguments": ""},
+    }
+    return {"choices": [{"index": choice, "delta": {"tool_calls": [entry]}}]}
+
+
+def text(i: int, args: str, choice: int = 0) -> dict[str, Any]:
+    return {
+        "choices": [
+            {"index": choice, "delta": {"tool_calls": [{"index": i, "function": {"arguments": args}}]}}
+        ]
+    }
+
+
+def done(choice: int = 0) -> dict[str, Any]:
+    return {"choices": [{"index": choice, "delta": {}, "finish_reason": "tool_calls"}]}
+
+
+def one_call(args: str, tools: Any = None) -> ts.ToolCall:
+    acc = ts.Accumulator(tools=tools)
+    for chunk in (head(0), text(0, args), done()):
+        acc.feed(chunk)
+    (call,) = acc.tool_calls
+    return call
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        '{"x": 1e400}',
+        '{"x": -1e400}',
+        '{"x": 1' + "0" * 400 + "}",
+        '{"city": "Paris", "city": "London"}',
+        '{"a": {"b": 1, "b": 1}}',
+        '{"a": [{"k": 1, "k": 2}]}',
+        '{"x": NaN}',
+        '{"x": Infinity}',
+        '{"x": -Infinity}',
+        '{"x": "\\udc00"}',
+        '{"x": "\\ud83d"}',
+        '{"\\ud800": 1}',
+    ],
+)
+def test_values_parsers_read_differently_refuse_the_call(args: str) -> None:
+    call = one_call(args)
+    assert call.status == "invalid" and isinstance(call.error, ts.errors.MalformedArguments)
+    assert call.parsed is None
+
+
+@pytest.mark.parametrize("args", ['{"x": 1e308}', '{"x": "\\ud83d\\ude00"}', '{"a": 1, "b": {"a": 2}}'])
+def test_values_every_parser_reads_alike_are_ready(args: str) -> None:
+    call = one_call(args)
+    assert call.ready and call.parsed == json.loads(args)
+
+
+def test_a_completions_two_choice_zero_do_not_merge_and_none_of_their_calls_runs() -> None:
+    def message(*ids: str) -> dict[str, Any]:
+        calls = [{"id": i, "type": "function", "function": {"name": "f", "arguments": "{}"}} for i in ids]
+        return {"role": "assistant", "content": None, "tool_calls": calls}
+
+    completion = {
+        "id": "x",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "m",
+        "choices": [
+            {"index": 0, "finish_reason": "tool_calls", "message": message("a")},
+            {"index": 0, "finish_reason": "tool_calls", "message": message("b", "c")},
+        ],
+    }
+    calls = ts.tool_calls(completion, choice=None)
+    assert calls and all(c.status == "invalid" for c in calls)
+
+
+def test_two_pieces_of_one_chunk_for_one_choice_refuse_its_calls() -> None:
+    acc = ts.Accumulator()
+    acc.feed(head(0))
+    piece = {"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": "{}"}}]}}
+    acc.feed({"choices": [piece, dict(piece, finish_reason="tool_calls")]})
+    acc.feed(done())
+    assert [c.status for c in acc.tool_calls] == ["invalid"]
+
+
+def test_a_ready_call_of_a_tool_without_parameters_says_its_arguments_parse() -> None:
+    tools = [
+        {"type": "function", "function": {"name": "now", "parameters": {"type": "object", "properties": {}}}}
+    ]
+    acc = ts.Accumulator(tools=tools)
+    for chunk in (head(0, "now"), done()):
+        acc.feed(chunk)
+    (call,) = acc.tool_calls
+    assert call.ready and call.parsed == {}
+    (message_call,) = acc.get_final_completion().choices[0].message.tool_calls or []
+    assert json.loads(message_call.function.arguments) == call.parsed
+
+
+@pytest.mark.parametrize(("calls", "choices"), [(40, 1), (1, 40), (8, 5)])
+def test_every_byte_kept_across_calls_and_choices_counts_against_the_stream(calls: int, choices: int) -> None:
+    limits = ts.Limits(max_stream_bytes=4_000_000, max_argument_bytes=1_000_000)
+    acc = ts.Accumulator(limits=limits)
+    tracemalloc.start()
+    try:
+        for c in range(choices):
+            for i in range(calls):
+                acc.feed(head(i, choice=c), events=False)
+                acc.feed(text(i, '{"t": "', choice=c), events=False)
+                for k in range(200):  # 200 distinct pieces of 4,000 bytes: 800 KB per call
+                    acc.feed(text(i, f"{k:04d}" * 1000, choice=c), events=False)
+        kept, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    sent = calls * choices * 800_000
+    assert sent > 3 * limits.max_stream_bytes
+    assert kept < 2 * limits.max_stream_bytes, kept
+    refused = [c for c in acc.calls() if c.status == "invalid"]
+    assert refused and all(isinstance(c.error, ts.errors.LimitExceeded) for c in refused)
+
+
+def test_previews_read_after_every_fragment_stay_linear(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Counted, not timed: the characters copied into previews grow linearly with the text."""
+    copied = [0]
+    real = _preview._copy
+
+    def counting(value: Any) -> Any:
+        copied[0] += len(json.dumps(value))
+        return real(value)
+
+    monkeypatch.setattr(_preview, "_copy", counting)
+
+    def run(body: str) -> int:
+        copied[0] = 0
+        acc = ts.Accumulator()
+        acc.feed(head(0), events=False)
+        for i in range(0, len(body), 5):
+            acc.feed(text(0, body[i : i + 5]), events=False)
+            acc.tool_calls[0].preview  # noqa: B018 - a UI reading after every fragment
+        return copied[0]
+
+    for make in (
+        lambda n: '{"t": "' + "x" * n + '"}',
+        lambda n: "{" + ",".join(f'"k{i}": {i}' for i in range(n // 8)) + "}",
+        lambda n: '{"a": [' + ",".join(str(i % 10) for i in range(n // 2)) + "]}",
+        lambda n: '{"t": "' + "\\ud83d\\ude00" * (n // 12) + '"}',
+    ):
+        small, large = run(make(100_000)), run(make(400_000))
+        assert large < 6 * small, (small, large)  # 4x the text: about 4x the copying, not 16x
