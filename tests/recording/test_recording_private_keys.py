@@ -191,3 +191,33 @@ def test_a_key_given_as_bytes_or_a_model_is_masked(tmp_path: Path) -> None:
     }
     Recorder(path, request=request).on_end(None)
     assert_masked(path.read_text(encoding="utf-8"))
+
+
+def streamed(text: str, size: int) -> list[dict[str, Any]]:
+    """``text`` as content fragments of ``size`` characters, then a finish."""
+    pieces = [text[k : k + size] for k in range(0, len(text), size)]
+    return [chunk(delta={"content": p}) for p in pieces] + [chunk(delta={}, finish_reason="stop")]
+
+
+@pytest.mark.parametrize("size", [1, 3, 7, 16, 40])
+def test_a_key_the_model_streams_over_many_chunks_is_masked(
+    server: LocalServer, tmp_path: Path, size: int
+) -> None:
+    # Every cut: the BEGIN line and the END line split between chunks, the body a few characters
+    # per chunk. What comes after the key is kept.
+    text = f"Here is a key:\n{KEYS['openssh']}\nand the rest of the answer."
+    recorded_text = recorded(server, tmp_path, streamed(text, size))
+    assert_masked(recorded_text)
+    content = "".join(
+        record["chunk"]["choices"][0]["delta"].get("content") or ""
+        for record in map(json.loads, recorded_text.splitlines())
+        if record["type"] == "chunk"
+    )
+    assert content.startswith("Here is a key:") and content.endswith("\nand the rest of the answer.")
+    assert REDACTED in content and "KEYBODY" not in content
+
+
+def test_a_key_streamed_in_tool_call_arguments_is_masked(server: LocalServer, tmp_path: Path) -> None:
+    arguments = json.dumps({"key": KEYS["rsa"], "user": "ann"})
+    text = recorded(server, tmp_path, tool_call_chunks([("c1", "login", arguments)], pieces=9), tools=TOOLS)
+    assert_masked(text)

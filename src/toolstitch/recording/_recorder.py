@@ -57,6 +57,7 @@ from ._redact import Masker, Redact, redact_parts
 from ._secrets import (
     REDACTED,
     LiteralSecrets,
+    StreamedText,
     client_secrets,
     is_secret_key,
     mask_private_keys,
@@ -72,6 +73,8 @@ VERSION = 1
 
 
 # Request options that travel as HTTP headers or query parameters: any value may be a credential.
+#: Streamed text fields followed for private keys cut over chunks (choices x calls x fields).
+_MAX_STREAMED = 4096
 _TRANSPORT_OPTIONS = ("extra_headers", "extra_query")
 # Request parameters that hold JSON schemas: their keys are parameter names (a tool may well take a
 # ``password``), not credentials, and replay checks calls against them, so they are kept as sent.
@@ -117,6 +120,7 @@ class Recorder:
         self.started_at = now() if started_at is None else started_at
         self._mask = Masker(redact)
         self._secrets = LiteralSecrets(secrets)
+        self._texts: dict[tuple[Any, ...], StreamedText] = {}  # streamed fields, for split keys
         self._owns_file = False
         self._out: IO[str] | None = None
         try:
@@ -167,7 +171,7 @@ class Recorder:
             return
         try:
             offset = (now() - self.started_at) * 1000.0
-            data = _chunk_data(chunk)
+            data = self._streamed_keys(_chunk_data(chunk))
             if self._mask.active:
                 data = self._mask.chunk(data)
             self._write({"type": "chunk", "offset_ms": round(offset, 3), "chunk": data})
@@ -225,6 +229,44 @@ class Recorder:
             "options": dict(options),
             "request": clean,
         }
+
+    def _streamed_keys(self, data: Any) -> Any:
+        """A private key streamed over several chunks masked in each of them (see
+        :class:`StreamedText`): every text field of every choice and call is one streamed text."""
+        choices = data.get("choices") if isinstance(data, dict) else None
+        if not isinstance(choices, list):
+            return data
+        found: list[str] = []
+        for position, choice in enumerate(choices):
+            delta = choice.get("delta") if isinstance(choice, dict) else None
+            if not isinstance(delta, dict):
+                continue
+            index = choice.get("index", position)
+            where = index if isinstance(index, int | str) else position
+            for field in ("content", "refusal", "reasoning_content", "reasoning"):
+                if isinstance(delta.get(field), str):
+                    delta[field] = self._streamed((where, field), delta[field], found)
+            legacy = delta.get("function_call")
+            if isinstance(legacy, dict) and isinstance(legacy.get("arguments"), str):
+                legacy["arguments"] = self._streamed((where, "function_call"), legacy["arguments"], found)
+            calls = delta.get("tool_calls")
+            for n, call in enumerate(calls if isinstance(calls, list) else ()):
+                function = call.get("function") if isinstance(call, dict) else None
+                if isinstance(function, dict) and isinstance(function.get("arguments"), str):
+                    k = call.get("index", n)
+                    key = (where, "call", k if isinstance(k, int | str) else n)
+                    function["arguments"] = self._streamed(key, function["arguments"], found)
+        if found:
+            self._remember_found(found)
+        return data
+
+    def _streamed(self, key: tuple[Any, ...], text: str, found: list[str]) -> str:
+        state = self._texts.get(key)
+        if state is None:
+            if len(self._texts) >= _MAX_STREAMED:
+                return text  # a hostile stream of fields: each record is still masked on its own
+            state = self._texts[key] = StreamedText()
+        return state.feed(text, found)
 
     def _write(self, record: Mapping[str, Any]) -> None:
         assert self._out is not None

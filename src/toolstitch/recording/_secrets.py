@@ -36,6 +36,7 @@ __all__ = [
     "REDACTED",
     "LiteralSecrets",
     "PrivateKeys",
+    "StreamedText",
     "client_secrets",
     "is_secret_key",
     "mask_private_keys",
@@ -129,6 +130,51 @@ class PrivateKeys:
             self.found.append(text[begin.start() : close.end()])
             pos = close.end()
         return "".join(out)
+
+
+#: How much of a streamed field's last fragments is kept to find a BEGIN or END line cut in two.
+_TAIL = 256
+
+
+class StreamedText:
+    """One text field streamed in fragments (a choice's content, a call's arguments): a private key
+    the model writes there arrives over many chunks, its BEGIN or END line possibly cut between two
+    of them. Fed each fragment in order, it masks what belongs to a key: everything from the chunk
+    that completes a BEGIN line up to the one that completes its END line. Each masked piece is
+    added to ``found``."""
+
+    __slots__ = ("inside", "tail")
+
+    def __init__(self) -> None:
+        self.inside = False
+        self.tail = ""  # the end of what came before (as sent), where a cut line starts
+
+    def feed(self, text: str, found: list[str]) -> str:
+        tail = self.tail
+        self.tail = (tail + text)[-_TAIL:]
+        keys = PrivateKeys(found)
+        done = ""
+        if tail and (self.inside or "-" in text):
+            joined, cut_at = tail + text, len(tail)
+            if self.inside:
+                close = next((m for m in _PEM_END.finditer(joined) if m.end() > cut_at), None)
+                if close is None:
+                    found.append(text)
+                    return REDACTED
+                cut = close.end() - cut_at
+                found.append(text[:cut])
+                done, text, self.inside = REDACTED, text[cut:], False
+            else:
+                begin = next((m for m in _PEM_BEGIN.finditer(joined) if m.start() < cut_at < m.end()), None)
+                if begin is not None:  # a BEGIN line cut in two: the block starts in this fragment
+                    keys.inside = True
+                    masked = keys.text(text[begin.end() - cut_at :])
+                    self.inside = keys.inside
+                    return masked
+        keys.inside = self.inside
+        masked = keys.text(text)
+        self.inside = keys.inside
+        return done + masked
 
 
 def mask_private_keys(data: Any, found: list[str] | None = None) -> Any:
