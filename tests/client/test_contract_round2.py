@@ -193,6 +193,11 @@ UNREADABLE: dict[str, tuple[dict[str, Any], str]] = {
         "parameters",
     ),
     "a tool type that is not a string": ({"tools": [{**F, "type": 3}]}, "type"),
+    "one name, two definitions": (
+        {"tools": [F, {"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]},
+        "offered twice",
+    ),
+    "a tool and a function of one name": ({"tools": [F], "functions": [{"name": "f"}]}, "offered twice"),
     "functions a dict": ({"functions": {"f": FN}}, "functions is a dict"),
     "a function that is a string": ({"functions": ["f"]}, "functions[0]"),
     "tool_choice a list": ({"tools": [F], "tool_choice": ["none"]}, "tool_choice"),
@@ -499,3 +504,8 @@ def test_a_path_joined_to_a_base_url_that_holds_the_endpoint_is_stitched(
     stream = ts.wrap(plain).post(path, body=body(tools=[F]), cast_to=ChatCompletion, **STREAM)
     stream.until_done()
     held_to_the_contract(stream)
+
+
+def test_a_tool_offered_twice_alike_is_one_offer() -> None:
+    contract = read_contract({"tools": [F, dict(F)], "functions": [FN]})
+    assert contract.unreadable is None and len(contract.tools or []) == 3

@@ -11,8 +11,8 @@ bodies and ``extra_json`` into it) and returns a :class:`Contract` that is eithe
 * ``tools`` / ``functions``: absent (``None``, the SDK's "not given"), or a sequence of tools, a
   ``list`` or a ``tuple`` alike. A ``str``, ``bytes``, a mapping, a number, a one-shot iterator
   (which the SDK would consume while sending) or an entry that is not a tool (not an object, a
-  function without a string ``name``, ``parameters`` that are not a JSON Schema object) cannot be
-  read as what was offered;
+  function without a string ``name``, ``parameters`` that are not a JSON Schema object, one name
+  offered twice with two definitions) cannot be read as what was offered;
 * ``tool_choice``: absent, a string, or an object; ``function_call``: absent, a string or an
   object; ``parallel_tool_calls``: absent or a boolean. Anything else cannot be read either;
 * ``extra_body`` itself: absent or a mapping.
@@ -209,6 +209,22 @@ def _parallel(value: Any) -> bool | None:
     return value
 
 
+def _one_definition_per_name(offered: list[dict[str, Any]]) -> None:
+    """Refuse a name offered twice with two definitions: which one the server holds the model to is
+    its own choice (the first, the last, or an error), so a call cannot be checked against it."""
+    seen: dict[str, dict[str, Any]] = {}
+    for tool in offered:
+        kind = tool.get("type", "function")
+        body = tool.get(kind) if kind in ("function", "custom") else None
+        if not isinstance(body, dict):
+            continue
+        name = body.get("name")
+        if isinstance(name, str):
+            if name in seen and seen[name] != tool:
+                raise _Unreadable(f"the tool {name!r} is offered twice, with two definitions")
+            seen[name] = tool
+
+
 def _sent(request: Mapping[str, Any], extra: Mapping[str, Any] | None, key: str) -> Any:
     """What the request body carries under ``key``: the SDK merges ``extra_body`` over its own
     fields, so a value there is the one the server reads (and the contract calls are held to)."""
@@ -234,6 +250,7 @@ def read_contract(request: Mapping[str, Any]) -> Contract:
             {"type": "function", "function": _function(f, f"functions[{i}]")}
             for i, f in enumerate(functions or ())
         ]
+        _one_definition_per_name(offered)
         tool_choice = _choice(_sent(request, extra, "tool_choice"), "tool_choice")
         function_call = _choice(_sent(request, extra, "function_call"), "function_call")
         parallel = _parallel(_sent(request, extra, "parallel_tool_calls"))

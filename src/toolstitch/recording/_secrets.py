@@ -16,7 +16,8 @@ by strangers. Three nets, each catching what the others miss:
   masked everywhere, in every record written (the conversation, the tool schemas and the chunks
   too), in any case and spacing of its BEGIN line, and also when it is spread over consecutive
   strings (a key given as a list of its lines): a block that is opened and not closed masks what
-  follows until its END line.
+  follows until its END line. A key the model streams (content, reasoning, call arguments) is
+  masked in every chunk it spans, even with its BEGIN or END line cut between two chunks.
 * **Because we know it.** The client's API key, the client's own credential headers, and every
   value masked by the two nets above are *literal secrets*: the text of each is masked wherever it
   appears in what is written (chunks and a server error that echoes the key included). Literals
