@@ -22,6 +22,7 @@ arrived for it.
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InBandError, MalformedArguments
@@ -122,9 +123,11 @@ def read_chunk(acc: Accumulator, chunk: Any, events: list[Event], want: bool) ->
             # Like the SDK (``openai._streaming``): any truthy ``error`` is a failure, object or string.
             raise InBandError(error)
         acc._take_chunk_fields(unknown, events)
-    if acc._envelope_unset:
-        acc._take_envelope(fields)
     get = fields.get
+    for key in acc._envelope_unset:  # the envelope fields not kept yet (none, once all are)
+        if get(key) is not None:
+            acc._take_envelope(fields)
+            break
     usage = get("usage")
     choices = get("choices")
     if usage is not None:
@@ -146,8 +149,7 @@ def read_chunk(acc: Accumulator, chunk: Any, events: list[Event], want: bool) ->
         if read is None:
             acc._damaged(None, "a choice is not an object", raw, events)
             continue
-        get = read[0].get
-        index = get("index")
+        index, delta, finish, logprobs = _fields(read[0], _CHOICE_FIELDS)
         if type(index) is not int or not 0 <= index < MAX_INDEX:
             index = _choice_index(acc, index, raw, events)
             if index is None:
@@ -164,9 +166,6 @@ def read_chunk(acc: Accumulator, chunk: Any, events: list[Event], want: bool) ->
             state = acc._open_choice(index, events)
             if state is None:
                 continue
-        delta = get("delta")
-        finish = get("finish_reason")
-        logprobs = get("logprobs")
         sealing: list[ToolCall] | None = None
         try:
             if delta is not None:
@@ -174,16 +173,14 @@ def read_chunk(acc: Accumulator, chunk: Any, events: list[Event], want: bool) ->
                 if read is None:
                     acc._damaged(state, "delta is not an object", delta, events)
                 else:
-                    dget = read[0].get
-                    tool_calls = dget("tool_calls")
-                    content = dget("content")
+                    tool_calls, content, role, refusal, function_call = _fields(read[0], _DELTA_FIELDS)
                     if content is not None:
                         if type(content) is str:
                             if content:
                                 acc._take_content(state, content, events, want)
                         else:
                             _skipped(acc, state, "content", content, events)
-                    if read[1] is not None or dget("role") is not None or dget("refusal") is not None:
+                    if read[1] is not None or role is not None or refusal is not None:
                         _read_delta_rest(acc, state, read[0], read[1], events)
                     if tool_calls:
                         if type(tool_calls) is list:
@@ -196,10 +193,8 @@ def read_chunk(acc: Accumulator, chunk: Any, events: list[Event], want: bool) ->
                                         acc._fragment_fault(state, exc, entry, events)
                         else:
                             acc._damaged(state, "tool_calls is not a list", tool_calls, events)
-                    else:
-                        function_call = dget("function_call")
-                        if function_call is not None:
-                            _read_legacy(acc, state, function_call, events, want)
+                    elif function_call is not None:
+                        _read_legacy(acc, state, function_call, events, want)
             if logprobs is not None:
                 acc._take_logprobs(state, logprobs, events)
             if finish is not None:
@@ -213,6 +208,23 @@ def read_chunk(acc: Accumulator, chunk: Any, events: list[Event], want: bool) ->
 
 
 _CHOICE_KEYS = frozenset({"index", "delta", "finish_reason", "logprobs"})
+_CHOICE_FIELDS = ("index", "delta", "finish_reason", "logprobs")
+_DELTA_FIELDS = ("tool_calls", "content", "role", "refusal", "function_call")
+_ENTRY_FIELDS = ("index", "id", "type", "function")
+_FUNCTION_FIELDS = ("name", "arguments")
+_GETTERS: dict[tuple[str, ...], Any] = {
+    names: itemgetter(*names) for names in (_CHOICE_FIELDS, _DELTA_FIELDS, _ENTRY_FIELDS, _FUNCTION_FIELDS)
+}
+
+
+def _fields(fields: dict[str, Any], names: tuple[str, ...]) -> Any:
+    """The values of ``names`` in ``fields`` (None where absent), read in one C call when every
+    name is there (always so for the SDK's own models)."""
+    try:
+        return _GETTERS[names](fields)
+    except KeyError:
+        get = fields.get
+        return tuple(get(name) for name in names)
 
 
 def _read_delta_rest(
@@ -313,11 +325,7 @@ def read_fragment(
         acc._damaged(state, "a tool call entry is not an object", entry, events)
         return None
     fields, extra = read
-    get = fields.get
-    index = get("index")
-    fid = get("id")
-    ftype = get("type")
-    function = get("function")
+    index, fid, ftype, function = _fields(fields, _ENTRY_FIELDS)
     notes: list[Anomaly] = []
     unreadable: str | None = None
     if index is not None and (type(index) is not int or not 0 <= index < MAX_INDEX):
@@ -338,9 +346,7 @@ def read_fragment(
             notes.append(Anomaly(AnomalyCode.MALFORMED_CHUNK, "function is not an object", raw=entry))
             unreadable = "its function is not an object"
         else:
-            fget = read[0].get
-            name = fget("name")
-            arguments = fget("arguments")
+            name, arguments = _fields(read[0], _FUNCTION_FIELDS)
             if name is not None:
                 name, why = clean_str(name, "name", notes, entry)
                 unreadable = unreadable or why
