@@ -3,13 +3,13 @@
 ``Accumulator`` knows nothing of HTTP, threads or asyncio (in the manner of ``h11``): the sync and
 async stream wrappers, replay, and tests all drive the same object with :meth:`Accumulator.feed`.
 
-The rules it enforces (see ``DESIGN.md``):
+The rules it enforces (see ``docs/design.md``):
 
 1. Calls are keyed by ``index``: ``_read.py`` reads each chunk (every quirk of shape), ``_route.py``
    finds each fragment's call (every quirk of routing and identity, id synthesis). What stays here
    needs the stream's state across chunks: a finish_reason repeated or missing, a role or usage
    repeated, content after the finish, and the choice-level policies (text recovery, limits).
-2. Argument text is appended, scanned incrementally, and parsed once, at seal.
+2. Argument text is appended and parsed once, at seal; the scanner reads it only when asked.
 3. ``""``, a missing ``arguments`` and a missing ``function`` add nothing; ``""`` is never ``{}``
    unless ``empty_arguments="object"`` says so, which is recorded as an anomaly.
 4. A call is ``ready`` only after its choice's ``finish_reason``, a strict parse, and (when the

@@ -5,7 +5,7 @@ choice, which :class:`~._call.ToolCall` each fragment continues or opens (:func:
 writes the call's identity (:func:`apply_identity`) and says what argument text to add
 (:func:`argument_text`). It is the only code besides the accumulator that writes a call.
 
-Rules enforced here (numbers refer to ``DESIGN.md``):
+Rules enforced here (numbers refer to ``docs/design.md``):
 
 * **Key by index** (1). A fragment joins the call its ``index`` names. When ``index`` is missing or
   unusable (Gemini, Mistral, Ollama, Bedrock's ``-1``) a fragment with a new id opens a call and one
