@@ -114,6 +114,33 @@ class AnomalyCode:
     TOO_DEEP = "too_deep"
     """An unknown provider field was nested deeper than ``Limits.max_depth``; it was dropped."""
 
+    # The Responses API (``core/_responses.py``): items and events instead of chunks and choices.
+    UNKNOWN_ITEM = "unknown_item"
+    """A Responses event named an item id that no ``response.output_item.added`` announced (or named
+    none): its text was not given to any call; a call that later claims that id is refused."""
+    ITEM_REPEATED = "item_repeated"
+    """``response.output_item.added`` announced an item id already open; the call was refused."""
+    ITEM_NOT_DONE = "item_not_done"
+    """A ``function_call`` item's ``response.output_item.done`` never arrived, or arrived with a
+    status other than ``completed``: its call was left ``incomplete``."""
+    ARGUMENTS_MISMATCH = "arguments_mismatch"
+    """The arguments (or name, or call id) in ``.done``, ``response.output_item.done`` or the final
+    response differ from what the deltas said: the call was refused."""
+    ARGUMENTS_WITHOUT_DELTAS = "arguments_without_deltas"
+    """No argument delta arrived for an item; its whole text was read from the ``.done`` event, the
+    ``response.output_item.done`` item or the final response."""
+    RESPONSE_NOT_COMPLETED = "response_not_completed"
+    """The response ended ``incomplete`` or ``failed``, with an ``error`` event, or without any
+    final event: no call of it can run."""
+    SEQUENCE_NOT_INCREASING = "sequence_not_increasing"
+    """A Responses event's ``sequence_number`` was not above the previous one's (kept and read)."""
+    OUTPUT_MISSING = "output_missing"
+    """The final response carried no ``output``; it was built from the ``response.output_item.done``
+    items."""
+    ITEM_NOT_STREAMED = "item_not_streamed"
+    """A ``function_call`` item appeared only in the final response (never streamed); it was read
+    from there, held to the same checks."""
+
 
 @dataclass(frozen=True, slots=True)
 class Anomaly:

@@ -22,7 +22,6 @@ arrived for it.
 
 from __future__ import annotations
 
-from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InBandError, MalformedArguments
@@ -45,6 +44,7 @@ from ._values import (
     MAX_INDEX,
     MAX_LABEL,
     TOOL_CALL_KEYS,
+    Shape,
     clean_str,
     json_text,
     read_index,
@@ -108,7 +108,7 @@ def read_chunk(acc: Accumulator, chunk: Any, events: list[Event], want: bool) ->
     ``error`` (the accumulator ends the input with it); every other problem is recorded, and
     refuses what it may have touched.
     """
-    read = read_object(chunk, CHUNK_KEYS)
+    read = read_object(chunk, _CHUNK)
     if read is None:
         acc._record(
             Anomaly(AnomalyCode.MALFORMED_CHUNK, f"a chunk must be an object, got {type(chunk).__name__}"),
@@ -116,20 +116,17 @@ def read_chunk(acc: Accumulator, chunk: Any, events: list[Event], want: bool) ->
             events,
         )
         return
-    fields, unknown = read
+    fields, unknown, (usage, choices) = read
     if unknown is not None:
         error = unknown.get("error")
         if error:
             # Like the SDK (``openai._streaming``): any truthy ``error`` is a failure, object or string.
             raise InBandError(error)
         acc._take_chunk_fields(unknown, events)
-    get = fields.get
     for key in acc._envelope_unset:  # the envelope fields not kept yet (none, once all are)
-        if get(key) is not None:
+        if fields.get(key) is not None:
             acc._take_envelope(fields)
             break
-    usage = get("usage")
-    choices = get("choices")
     if usage is not None:
         acc._take_usage(usage, events)
     if type(choices) is not list or not choices:
@@ -145,11 +142,11 @@ def read_chunk(acc: Accumulator, chunk: Any, events: list[Event], want: bool) ->
         return
     seen: set[int] | None = set() if len(choices) > 1 else None
     for raw in choices:
-        read = read_object(raw, _CHOICE_KEYS)
+        read = read_object(raw, _CHOICE)
         if read is None:
             acc._damaged(None, "a choice is not an object", raw, events)
             continue
-        index, delta, finish, logprobs = _fields(read[0], _CHOICE_FIELDS)
+        index, delta, finish, logprobs = read[2]
         if type(index) is not int or not 0 <= index < MAX_INDEX:
             index = _choice_index(acc, index, raw, events)
             if index is None:
@@ -169,11 +166,11 @@ def read_chunk(acc: Accumulator, chunk: Any, events: list[Event], want: bool) ->
         sealing: list[ToolCall] | None = None
         try:
             if delta is not None:
-                read = read_object(delta, DELTA_KEYS)
+                read = read_object(delta, _DELTA)
                 if read is None:
                     acc._damaged(state, "delta is not an object", delta, events)
                 else:
-                    tool_calls, content, role, refusal, function_call = _fields(read[0], _DELTA_FIELDS)
+                    tool_calls, content, role, refusal, function_call = read[2]
                     if content is not None:
                         if type(content) is str:
                             if content:
@@ -181,7 +178,7 @@ def read_chunk(acc: Accumulator, chunk: Any, events: list[Event], want: bool) ->
                         else:
                             _skipped(acc, state, "content", content, events)
                     if read[1] is not None or role is not None or refusal is not None:
-                        _read_delta_rest(acc, state, read[0], read[1], events)
+                        _read_delta_rest(acc, state, role, refusal, read[1], events)
                     if tool_calls:
                         if type(tool_calls) is list:
                             for entry in tool_calls:
@@ -207,39 +204,27 @@ def read_chunk(acc: Accumulator, chunk: Any, events: list[Event], want: bool) ->
             acc._fault(state, exc, sealing, events)
 
 
-_CHOICE_KEYS = frozenset({"index", "delta", "finish_reason", "logprobs"})
-_CHOICE_FIELDS = ("index", "delta", "finish_reason", "logprobs")
-_DELTA_FIELDS = ("tool_calls", "content", "role", "refusal", "function_call")
-_ENTRY_FIELDS = ("index", "id", "type", "function")
-_FUNCTION_FIELDS = ("name", "arguments")
-_GETTERS: dict[tuple[str, ...], Any] = {
-    names: itemgetter(*names) for names in (_CHOICE_FIELDS, _DELTA_FIELDS, _ENTRY_FIELDS, _FUNCTION_FIELDS)
-}
-
-
-def _fields(fields: dict[str, Any], names: tuple[str, ...]) -> Any:
-    """The values of ``names`` in ``fields`` (None where absent), read in one C call when every
-    name is there (always so for the SDK's own models)."""
-    try:
-        return _GETTERS[names](fields)
-    except KeyError:
-        get = fields.get
-        return tuple(get(name) for name in names)
+_CHUNK = Shape(CHUNK_KEYS, ("usage", "choices"))
+_CHOICE = Shape(
+    frozenset({"index", "delta", "finish_reason", "logprobs"}),
+    ("index", "delta", "finish_reason", "logprobs"),
+)
+_DELTA = Shape(DELTA_KEYS, ("tool_calls", "content", "role", "refusal", "function_call"))
+_ENTRY = Shape(TOOL_CALL_KEYS, ("index", "id", "type", "function"))
+_FUNCTION = Shape(FUNCTION_KEYS, ("name", "arguments"))
 
 
 def _read_delta_rest(
     acc: Accumulator,
     state: ChoiceState,
-    fields: dict[str, Any],
+    role: Any,
+    refusal: Any,
     unknown: dict[str, Any] | None,
     events: list[Event],
 ) -> None:
     """The rarer parts of a delta: role, refusal, unknown fields (reasoning text, Q29)."""
-    get = fields.get
-    role = get("role")
     if role is not None:
         acc._take_role(state, role, events)
-    refusal = get("refusal")
     if refusal is not None:
         if type(refusal) is str:
             if refusal:
@@ -320,12 +305,11 @@ def read_fragment(
 ) -> ToolCall | None:
     """One ``delta.tool_calls`` entry: clean its values, find its call, write what it carries.
     Returns the call it reached (None when it opened none)."""
-    read = read_object(entry, TOOL_CALL_KEYS)
+    read = read_object(entry, _ENTRY)
     if read is None:
         acc._damaged(state, "a tool call entry is not an object", entry, events)
         return None
-    fields, extra = read
-    index, fid, ftype, function = _fields(fields, _ENTRY_FIELDS)
+    _, extra, (index, fid, ftype, function) = read
     notes: list[Anomaly] = []
     unreadable: str | None = None
     if index is not None and (type(index) is not int or not 0 <= index < MAX_INDEX):
@@ -341,12 +325,12 @@ def read_fragment(
     name = arguments = None
     replace = False
     if function is not None:
-        read = read_object(function, FUNCTION_KEYS)
+        read = read_object(function, _FUNCTION)
         if read is None:
             notes.append(Anomaly(AnomalyCode.MALFORMED_CHUNK, "function is not an object", raw=entry))
             unreadable = "its function is not an object"
         else:
-            name, arguments = _fields(read[0], _FUNCTION_FIELDS)
+            name, arguments = read[2]
             if name is not None:
                 name, why = clean_str(name, "name", notes, entry)
                 unreadable = unreadable or why
@@ -514,7 +498,7 @@ def _odd_arguments(
 def _read_legacy(acc: Accumulator, state: ChoiceState, fc: Any, events: list[Event], want: bool) -> None:
     """A legacy ``delta.function_call`` piece, read as the entry of tool call 0 (its id will be
     synthesized), through the same lines as any entry."""
-    if read_object(fc, FUNCTION_KEYS) is None:
+    if read_object(fc, _FUNCTION) is None:
         acc._damaged(state, "function_call is not an object", fc, events)
         return
     entry = {"index": 0, "type": "function", "function": fc}

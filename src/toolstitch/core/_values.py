@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+from operator import itemgetter
 from typing import Any
 
 from pydantic import BaseModel
@@ -32,6 +33,7 @@ __all__ = [
     "MAX_LABEL",
     "REASONING_FIELDS",
     "TOOL_CALL_KEYS",
+    "Shape",
     "clean_str",
     "json_text",
     "opt_int",
@@ -112,8 +114,19 @@ def _is_model(kind: type) -> bool:
     return model
 
 
-def read_object(obj: Any, known: frozenset[str]) -> tuple[dict[str, Any], dict[str, Any] | None] | None:
-    """``(fields, unknown)`` of a JSON object, or None when ``obj`` is not an object.
+class Shape:
+    """One kind of JSON object the reader reads: the keys it knows there, and the ones it takes."""
+
+    __slots__ = ("known", "names", "take")
+
+    def __init__(self, known: frozenset[str], names: tuple[str, ...]) -> None:
+        self.known = known
+        self.names = names
+        self.take = itemgetter(*names)
+
+
+def read_object(obj: Any, shape: Shape) -> tuple[dict[str, Any], dict[str, Any] | None, Any] | None:
+    """``(fields, unknown, values)`` of a JSON object, or None when ``obj`` is not an object.
 
     ``fields`` holds every field by name: a ``dict`` is itself; a pydantic model keeps its declared
     fields in ``__dict__`` (read whole, rather than with ``getattr`` per field: that keeps reading
@@ -122,29 +135,41 @@ def read_object(obj: Any, known: frozenset[str]) -> tuple[dict[str, Any], dict[s
     is read through both, the declared value winning unless it is None. Anything else (a list, a
     string, an object of another kind) is not an object.
 
-    ``unknown`` holds the non-null fields outside ``known`` (None when there are none): for the
-    SDK's own models only their extras can be (a declared field of a newer SDK release that
+    ``unknown`` holds the non-null fields outside ``shape.known`` (None when there are none): for
+    the SDK's own models only their extras can be (a declared field of a newer SDK release that
     toolstitch does not know is left to the SDK). ``null`` values carry nothing and are dropped,
     so that a provider's ``"name": null`` beside a tool call (Fireworks) or ``"error": null`` on a
     chunk (Foundry Local) is not replayed in history.
+
+    ``values`` are the fields ``shape.names`` (None where absent), in one C call when all are there
+    (always so for the SDK's own models).
     """
     kind = type(obj)
+    unknown = None
     if kind is dict:
-        if obj.keys() <= known:
-            return obj, None
-        return obj, {k: v for k, v in obj.items() if k not in known and v is not None} or None
-    model = _MODEL_TYPES.get(kind)
-    if model is None:
-        model = _is_model(kind)
-    if not model:
-        return None
-    fields = obj.__dict__
-    extra = obj.__pydantic_extra__
-    if not extra:
-        return fields, None
-    merged = dict(extra)
-    merged.update({k: v for k, v in fields.items() if v is not None or k not in extra})
-    return merged, {k: v for k, v in extra.items() if k not in known and v is not None} or None
+        fields = obj
+        if not obj.keys() <= shape.known:
+            known = shape.known
+            unknown = {k: v for k, v in obj.items() if k not in known and v is not None} or None
+    else:
+        model = _MODEL_TYPES.get(kind)
+        if model is None:
+            model = _is_model(kind)
+        if not model:
+            return None
+        fields = obj.__dict__
+        extra = obj.__pydantic_extra__
+        if extra:
+            fields = dict(extra)
+            fields.update({k: v for k, v in obj.__dict__.items() if v is not None or k not in extra})
+            known = shape.known
+            unknown = {k: v for k, v in extra.items() if k not in known and v is not None} or None
+    try:
+        values = shape.take(fields)
+    except KeyError:
+        get = fields.get
+        values = tuple(get(name) for name in shape.names)
+    return fields, unknown, values
 
 
 def opt_str(value: Any) -> str | None:
