@@ -154,10 +154,10 @@ def test_decode_is_checked_and_part_of_the_options(shared_server: LocalServer) -
     with shared_server.client() as raw:
         with pytest.raises(ValueError, match="decode"):
             ts.wrap(raw, decode="turbo")  # type: ignore[call-overload]
-        plain = ts.wrap(raw)
-        fast = ts.wrap(plain, decode="fast")
-        assert fast is not plain and fast.unwrapped is raw
-        assert ts.wrap(fast) is fast
+        fast = ts.wrap(raw)  # decode="fast" is the default: wrapping again with it changes nothing
+        assert ts.wrap(fast) is fast and ts.wrap(fast, decode="fast") is fast
+        plain = ts.wrap(fast, decode="sdk")
+        assert plain is not fast and plain.unwrapped is raw
 
 
 def test_a_stream_inside_an_instrumentation_proxy_decodes_fast(shared_server: LocalServer) -> None:

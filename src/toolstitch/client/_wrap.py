@@ -111,7 +111,7 @@ class _Options:
         recover_text_tool_calls: bool = False,
         *,
         is_async: bool = False,
-        decode: Decode = "sdk",
+        decode: Decode = "fast",
     ) -> None:
         if decode not in ("sdk", "fast"):
             raise ValueError(f'decode must be "sdk" or "fast", not {decode!r}')
@@ -537,7 +537,7 @@ def wrap(
     record: str | os.PathLike[str] | None = None,
     redact: Redact = False,
     recover_text_tool_calls: bool = False,
-    decode: Decode = "sdk",
+    decode: Decode = "fast",
 ) -> Any:
     """Return a drop-in proxy of ``client`` whose streamed chat completions stitch tool calls.
 
@@ -555,10 +555,12 @@ def wrap(
     ``recover_text_tool_calls=True`` turns tool calls that a server wrote as text in ``content``
     (``<tool_call>{...}</tool_call>``) into tool calls, each recorded as an anomaly. Off by default.
 
-    ``decode="fast"`` builds each chunk with pydantic-core instead of the SDK's ``construct_type``
-    (several times cheaper per chunk). The chunks and errors are the SDK's own, equal in every
-    field: a chunk that the fast builder cannot prove equal is built by the SDK, and an ``openai``
-    release that fails the self-check keeps the SDK's decoding (one ``FastDecodeWarning``).
+    ``decode="fast"`` (the default) builds each chunk with pydantic-core instead of the SDK's
+    ``construct_type`` (several times cheaper per chunk, so a wrapped stream costs less CPU than a
+    plain one). The chunks and errors are the SDK's own, equal in every field: a chunk that the
+    fast builder cannot prove equal is built by the SDK, and an ``openai`` release that fails the
+    self-check keeps the SDK's decoding (one ``FastDecodeWarning``). ``decode="sdk"`` keeps the
+    SDK's own decoding.
     """
     if isinstance(client, WrappedClient):
         defaults = (
@@ -567,7 +569,7 @@ def wrap(
             and record is None
             and redact is False
             and not recover_text_tool_calls
-            and decode == "sdk"
+            and decode == "fast"
         )
         if defaults:
             return client  # wrapping twice changes nothing
