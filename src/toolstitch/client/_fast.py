@@ -35,6 +35,18 @@ dict, an alias, a non-``None`` default on a construct-path model) disables the f
 self-check at first use compares both builders on a sample of chunks (and both SSE decoders on a
 sample of bodies); a release where they differ keeps the SDK's decoding and says so once, with a
 :class:`~toolstitch.errors.FastDecodeWarning`.
+
+The SDK internals this relies on, each checked where it is used (a release without one, or where
+one behaves differently, keeps the SDK's own decoding for that stream or for good):
+
+* ``openai._models.construct_type`` and ``BaseModel.construct`` (how the SDK builds a chunk: the
+  reference the self-check compares with, and the fallback for a chunk the fast builder declines);
+* ``openai._base_client.BaseClient._process_response_data`` (the one step replaced; a client class
+  that overrides it is left alone) and ``client._strict_response_validation`` (off, as by default);
+* ``openai.Stream`` / ``AsyncStream``: ``_client``, ``_cast_to`` (must be ``ChatCompletionChunk``),
+  ``_decoder`` and ``__stream__`` (run as it is);
+* ``openai._streaming.SSEDecoder`` (the faster decoder in :mod:`._sse` is installed only where it
+  decodes the sample bodies exactly as this class does).
 """
 
 from __future__ import annotations
