@@ -17,6 +17,10 @@ Wire format, chosen on purpose:
   proxies in front of real providers do.
 * A ``str`` item is sent verbatim, so tests can send ``event: error`` events, ``: keep-alive``
   comments or a whole recorded ``.sse`` body (:meth:`StreamScript.from_sse`).
+* A Responses API event (a dict with a ``type``, as :func:`response_events` builds them) is sent
+  as OpenAI sends it: an ``event: <type>`` line, then its ``data:`` line. ``POST /v1/responses``
+  is served from the same queue and handler as chat completions; a Responses stream ends without
+  ``data: [DONE]`` (:meth:`StreamScript.responses`), as OpenAI's does.
 
 The history check (``check_history=True``) mimics OpenAI's 400 answers for rules H01-H04 of
 ``docs/history-rules.md``. It is written independently of the package's own validator, so that a real-SDK
@@ -51,7 +55,10 @@ __all__ = [
     "Reply",
     "StreamScript",
     "check_messages_h01_h04",
+    "check_response_input",
     "chunk",
+    "response_events",
+    "response_object",
     "sse_body",
     "tool_call_chunks",
 ]
@@ -141,10 +148,257 @@ def tool_call_chunks(
 
 
 def _encode(item: SSEItem) -> bytes:
-    """One item as wire bytes; JSON keeps non-ASCII as UTF-8 so fragmenting can split characters."""
+    """One item as wire bytes; JSON keeps non-ASCII as UTF-8 so fragmenting can split characters.
+    A Responses event (an object with a string ``type``; chat chunks have none) gets its ``event:``
+    line first, as OpenAI sends it."""
     if isinstance(item, str):
         return item.encode("utf-8")
-    return b"data: " + json.dumps(item, ensure_ascii=False, separators=(",", ":")).encode() + b"\n\n"
+    data = b"data: " + json.dumps(item, ensure_ascii=False, separators=(",", ":")).encode() + b"\n\n"
+    kind = item.get("type")
+    if isinstance(kind, str) and kind and "\n" not in kind and "\r" not in kind:
+        return b"event: " + kind.encode("utf-8") + b"\n" + data
+    return data
+
+
+# --------------------------------------------------------------------------- Responses API events
+
+_RESPONSE_USAGE = {
+    "input_tokens": 12,
+    "input_tokens_details": {"cached_tokens": 0},
+    "output_tokens": 20,
+    "output_tokens_details": {"reasoning_tokens": 0},
+    "total_tokens": 32,
+}
+
+
+def response_object(
+    *,
+    status: str = "completed",
+    output: Sequence[Mapping[str, Any]] = (),
+    id: str = "resp_test",
+    model: str = "test-model",
+    created_at: int = 1700000000,
+    usage: Mapping[str, Any] | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    """A ``response`` object as OpenAI sends it (in ``response.created`` ... ``response.completed``
+    events, and as a non-streamed answer). ``extra`` keys override or add fields (``tools``,
+    ``tool_choice``, ``error``, ``incomplete_details`` ...)."""
+    out: dict[str, Any] = {
+        "id": id,
+        "object": "response",
+        "created_at": created_at,
+        "status": status,
+        "background": False,
+        "error": None,
+        "incomplete_details": None,
+        "instructions": None,
+        "max_output_tokens": None,
+        "model": model,
+        "output": [dict(item) for item in output],
+        "parallel_tool_calls": True,
+        "previous_response_id": None,
+        "reasoning": {"effort": None, "summary": None},
+        "store": True,
+        "temperature": 1.0,
+        "text": {"format": {"type": "text"}},
+        "tool_choice": "auto",
+        "tools": [],
+        "top_p": 1.0,
+        "truncation": "disabled",
+        "usage": dict(usage) if usage is not None else None,
+        "user": None,
+        "metadata": {},
+    }
+    out.update(extra)
+    return out
+
+
+def response_events(
+    calls: Sequence[tuple[str, str, str]] = (),
+    *,
+    text: str | None = None,
+    reasoning: str | None = None,
+    pieces: int = 3,
+    status: str = "completed",
+    id: str = "resp_test",
+    model: str = "test-model",
+    usage: Mapping[str, Any] | None = _RESPONSE_USAGE,
+    interleave: bool = False,
+    **extra: Any,
+) -> list[dict[str, Any]]:
+    """A realistic Responses API stream, as OpenAI sends it, for ``calls = [(call_id, name,
+    arguments_text), ...]``.
+
+    ``response.created`` and ``response.in_progress``; a ``reasoning`` item when ``reasoning`` is
+    given (its summary text streamed); a ``message`` item when ``text`` is given (its text in
+    ``pieces`` deltas); then per call a ``function_call`` item: ``response.output_item.added``
+    (``arguments: ""``), its arguments in ``pieces`` deltas, ``function_call_arguments.done`` and
+    ``response.output_item.done`` (``status: "completed"``); last ``response.completed`` with the
+    whole output (``status="incomplete"``: ``response.incomplete`` with ``incomplete_details``,
+    ``"failed"``: ``response.failed`` with an ``error``). Item ids are ``fc_<n>`` (calls),
+    ``msg_<n>`` and ``rs_<n>``. ``interleave`` alternates the deltas of the calls (OpenAI streams
+    items one after another; this is for hostile orders). ``extra`` goes into every response
+    object. Every event carries its ``sequence_number``.
+    """
+    events: list[dict[str, Any]] = []
+    output: list[dict[str, Any]] = []
+
+    def emit(event: dict[str, Any]) -> None:
+        event["sequence_number"] = len(events)
+        events.append(event)
+
+    def snapshot(state: str, items: Sequence[Mapping[str, Any]], **more: Any) -> dict[str, Any]:
+        return response_object(status=state, output=items, id=id, model=model, **{**extra, **more})
+
+    emit({"type": "response.created", "response": snapshot("in_progress", [])})
+    emit({"type": "response.in_progress", "response": snapshot("in_progress", [])})
+    if reasoning is not None:
+        position = len(output)
+        rid = f"rs_{position}"
+        emit(
+            {
+                "type": "response.output_item.added",
+                "output_index": position,
+                "item": {"id": rid, "type": "reasoning", "summary": []},
+            }
+        )
+        for piece in _pieces(reasoning, pieces):
+            emit(
+                {
+                    "type": "response.reasoning_summary_text.delta",
+                    "item_id": rid,
+                    "output_index": position,
+                    "summary_index": 0,
+                    "delta": piece,
+                }
+            )
+        item = {"id": rid, "type": "reasoning", "summary": [{"type": "summary_text", "text": reasoning}]}
+        emit({"type": "response.output_item.done", "output_index": position, "item": item})
+        output.append(item)
+    if text is not None:
+        position = len(output)
+        mid = f"msg_{position}"
+        emit(
+            {
+                "type": "response.output_item.added",
+                "output_index": position,
+                "item": {
+                    "id": mid,
+                    "type": "message",
+                    "status": "in_progress",
+                    "role": "assistant",
+                    "content": [],
+                },
+            }
+        )
+        part = {"type": "output_text", "text": "", "annotations": []}
+        emit(
+            {
+                "type": "response.content_part.added",
+                "item_id": mid,
+                "output_index": position,
+                "content_index": 0,
+                "part": part,
+            }
+        )
+        for piece in _pieces(text, pieces):
+            emit(
+                {
+                    "type": "response.output_text.delta",
+                    "item_id": mid,
+                    "output_index": position,
+                    "content_index": 0,
+                    "delta": piece,
+                    "logprobs": [],
+                }
+            )
+        emit(
+            {
+                "type": "response.output_text.done",
+                "item_id": mid,
+                "output_index": position,
+                "content_index": 0,
+                "text": text,
+                "logprobs": [],
+            }
+        )
+        done_part = {"type": "output_text", "text": text, "annotations": []}
+        emit(
+            {
+                "type": "response.content_part.done",
+                "item_id": mid,
+                "output_index": position,
+                "content_index": 0,
+                "part": done_part,
+            }
+        )
+        item = {
+            "id": mid,
+            "type": "message",
+            "status": "completed",
+            "role": "assistant",
+            "content": [{**done_part, "logprobs": []}],
+        }
+        emit({"type": "response.output_item.done", "output_index": position, "item": item})
+        output.append(item)
+    per_call: list[list[dict[str, Any]]] = []
+    finished: list[dict[str, Any]] = []
+    for call_id, name, arguments in calls:
+        position = len(output) + len(per_call)
+        fid = f"fc_{position}"
+        opened = {
+            "id": fid,
+            "type": "function_call",
+            "status": "in_progress",
+            "arguments": "",
+            "call_id": call_id,
+            "name": name,
+        }
+        steps: list[dict[str, Any]] = [
+            {"type": "response.output_item.added", "output_index": position, "item": opened}
+        ]
+        steps += [
+            {
+                "type": "response.function_call_arguments.delta",
+                "item_id": fid,
+                "output_index": position,
+                "delta": piece,
+            }
+            for piece in _pieces(arguments, pieces)
+        ]
+        steps.append(
+            {
+                "type": "response.function_call_arguments.done",
+                "item_id": fid,
+                "output_index": position,
+                "arguments": arguments,
+            }
+        )
+        item = {**opened, "status": "completed", "arguments": arguments}
+        steps.append({"type": "response.output_item.done", "output_index": position, "item": item})
+        per_call.append(steps)
+        finished.append(item)
+    if interleave:
+        width = max((len(steps) for steps in per_call), default=0)
+        ordered = [steps[k] for k in range(width) for steps in per_call if k < len(steps)]
+    else:
+        ordered = [event for steps in per_call for event in steps]
+    for event in ordered:
+        emit(event)
+    output.extend(finished)
+    if status == "completed":
+        emit({"type": "response.completed", "response": snapshot("completed", output, usage=usage)})
+    elif status == "incomplete":
+        details = {"reason": "max_output_tokens"}
+        final = snapshot("incomplete", output, usage=usage, incomplete_details=details)
+        emit({"type": "response.incomplete", "response": final})
+    elif status == "failed":
+        error = {"code": "server_error", "message": "The model failed to generate a response."}
+        emit({"type": "response.failed", "response": snapshot("failed", output, error=error)})
+    else:
+        raise ValueError('status must be "completed", "incomplete" or "failed"')
+    return events
 
 
 def sse_body(items: Iterable[SSEItem], done: bool = True) -> bytes:
@@ -182,6 +436,13 @@ class StreamScript:
             raise ValueError("cut_after must be >= 0")
         if self.delays is not None and any(not 0 <= d < 3600 for d in self.delays):
             raise ValueError("delays must be seconds from 0 to 3600")
+
+    @classmethod
+    def responses(cls, events: Sequence[SSEItem], **kw: Any) -> StreamScript:
+        """A Responses API stream of ``events`` (see :func:`response_events`): it ends without
+        ``data: [DONE]``, as OpenAI's does (``done=True`` adds it, as some compatible servers do)."""
+        kw.setdefault("done", False)
+        return cls(events, **kw)
 
     @classmethod
     def from_recording(
@@ -441,6 +702,58 @@ def check_messages_h01_h04(messages: Sequence[Any]) -> str | None:
     return None if found is None else found[0]
 
 
+# ------------------------------------------------------------------ Responses input check (R01-R03)
+
+_R01 = "No tool call found for function call output with call_id {id}."
+_R02 = "No tool output found for function call {id}."
+_R03 = "Missing required parameter: 'input[{n}].call_id'."
+
+
+def check_response_input(input: Any, previous_calls: Sequence[str] = ()) -> str | None:
+    """OpenAI's error text for the first problem it answers a Responses request's ``input`` with
+    (400), or None: a ``function_call_output`` whose ``call_id`` no ``function_call`` before it
+    (nor the previous response, ``previous_calls``) made; a ``function_call`` (or a previous
+    response's call) that no ``function_call_output`` answers; an output without ``call_id``.
+
+    Written independently of the package's validator, from the answers OpenAI gives, so a test can
+    hold the two against each other. A string ``input`` is a user message.
+    """
+    if not isinstance(input, list):
+        return None
+    items = [i.model_dump() if hasattr(i, "model_dump") else i for i in input]
+    made: list[Any] = list(previous_calls)
+    answered: set[str] = set()
+    for n, item in enumerate(items):
+        if not isinstance(item, Mapping):
+            continue
+        kind = item.get("type")
+        if kind == "function_call":
+            made.append(item.get("call_id"))
+        elif kind == "function_call_output":
+            call_id = item.get("call_id")
+            if not isinstance(call_id, str) or not call_id:
+                return _R03.format(n=n)
+            if call_id not in made:
+                return _R01.format(id=call_id)
+            answered.add(call_id)
+    for call_id in made:
+        if call_id not in answered:
+            return _R02.format(id=call_id)
+    return None
+
+
+def _response_from_events(items: Iterable[SSEItem]) -> dict[str, Any]:
+    """The response object a scripted Responses stream ends with (its last ``response.*`` final
+    event's), for a request that did not stream; naive on purpose, like the chat twin."""
+    final: dict[str, Any] | None = None
+    for event in _chunk_dicts(items):
+        if event.get("type") in ("response.completed", "response.incomplete", "response.failed"):
+            response = event.get("response")
+            if isinstance(response, dict):
+                final = response
+    return final if final is not None else response_object(status="in_progress")
+
+
 # --------------------------------------------------------------------------- HTTP server
 
 
@@ -508,7 +821,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
             self._send_json(200, completion)
 
     def do_POST(self) -> None:
-        if not self._path().endswith("/chat/completions"):
+        responses = self._path().endswith("/responses")
+        if not self._path().endswith("/chat/completions") and not responses:
             self._stored_completion("POST")
             return
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
@@ -521,7 +835,13 @@ class _RequestHandler(BaseHTTPRequestHandler):
             return
         owner = self.server.owner
         owner._record(body, {k.lower(): v for k, v in self.headers.items()})
-        if owner.check_history:
+        if owner.check_history and responses:
+            previous = owner._response_calls(body.get("previous_response_id"))
+            problem = check_response_input(body.get("input"), previous)
+            if problem is not None:
+                self._send_json(400, _error_json(problem, "invalid_request_error", "input"))
+                return
+        elif owner.check_history:
             found = _history_violation(body.get("messages") or [])
             if found is not None:
                 self._send_json(400, _error_json(found[0], "invalid_request_error", found[1]))
@@ -539,7 +859,13 @@ class _RequestHandler(BaseHTTPRequestHandler):
         elif isinstance(reply, JSONReply):
             self._send_json(reply.status, reply.body)
         elif body.get("stream") is True:
+            if responses:
+                owner._store_response(_response_from_events(reply.items()))
             self._send_stream(reply)
+        elif responses:
+            response = _response_from_events(reply.items())
+            owner._store_response(response)
+            self._send_json(reply.status, response, reply.headers)
         else:
             completion = _completion_from_chunks(reply.items())
             if reply.status == 200:
@@ -597,7 +923,8 @@ def _tls_context() -> ssl.SSLContext:
 class LocalServer:
     """An OpenAI-compatible server on 127.0.0.1 (ephemeral port) in a daemon thread.
 
-    ``enqueue`` replies (FIFO) for ``POST /v1/chat/completions``; when the queue is empty,
+    ``enqueue`` replies (FIFO) for ``POST /v1/chat/completions`` and ``POST /v1/responses``; when
+    the queue is empty,
     ``handler`` (``fn(request_body) -> reply``) is asked; with neither, the server answers 500.
     ``requests`` and ``request_headers`` (lower-case names) record every chat request in order,
     including those rejected by the history check. A request rejected by ``check_history`` does not
@@ -618,6 +945,9 @@ class LocalServer:
         self.handler: Handler | None = handler
         self.examples = examples
         self.completions: dict[str, dict[str, Any]] = {}
+        self.responses: dict[str, dict[str, Any]] = {}
+        """The Responses API answers served (streamed or not), by id: ``previous_response_id``
+        reads the function calls of one from here."""
         self.requests: list[dict[str, Any]] = []
         self.request_headers: list[dict[str, str]] = []
         self._queue: deque[Reply] = deque()
@@ -720,6 +1050,22 @@ class LocalServer:
         with self._lock:
             data = list(self.completions.values())
         return data or ([_completion_from_chunks(_EXAMPLE_ANSWER)] if self.examples else [])
+
+    def _store_response(self, response: dict[str, Any]) -> None:
+        if isinstance(response.get("id"), str):
+            with self._lock:
+                self.responses[response["id"]] = response
+
+    def _response_calls(self, response_id: Any) -> list[str]:
+        """The call ids of the function calls of a response served before (``previous_response_id``)."""
+        with self._lock:
+            found = self.responses.get(response_id) if isinstance(response_id, str) else None
+        output = found.get("output") if found else None
+        return [
+            item["call_id"]
+            for item in output or ()
+            if isinstance(item, Mapping) and item.get("type") == "function_call" and "call_id" in item
+        ]
 
     def _delete_stored(self, completion_id: str) -> None:
         with self._lock:

@@ -21,8 +21,9 @@ wrapped the same way). Each streamed request is read once by :func:`_read_reques
 one that cannot be read refuses every call).
 
 What it leaves alone: every request that does not stream (``create()`` without ``stream=True``,
-``parse()``, ``retrieve``/``list``/``delete``), other APIs (``responses``, ``completions``,
-``embeddings`` ...), and every attribute: reads and writes go to the client. A streamed path that
+``parse()``, ``retrieve``/``list``/``delete``), other APIs (``completions``, ``embeddings`` ...;
+the Responses API's streamed paths are stitched by ``_responses_stream``), and every attribute:
+reads and writes go to the client. A streamed path that
 cannot be stitched (the SDK returned something that is not an ``openai.Stream``, ``parse(to=...)``,
 reading a streamed response's body as bytes or text, a helper stream without ``_raw_stream``) is
 returned as it is, with one ``UnstitchedStreamWarning`` per client and path.
@@ -70,7 +71,7 @@ from ..core._limits import Limits
 from ..errors import UnstitchedStreamWarning
 from ..recording._contract import read_contract
 from ..recording._recorder import Redact, recording_path, redact_parts
-from . import _lowlevel
+from . import _lowlevel, _responses_stream
 from ._fast import Decode, install
 from ._lowlevel import streaming
 from ._proxy import Proxy, like, proxied_stream
@@ -360,6 +361,10 @@ class _RawClient(Proxy):
     def chat(self) -> Any:
         return _RawChat(self._target.chat, self._opts)
 
+    @property
+    def responses(self) -> Any:
+        return _responses_stream.responses_of(self._target, self._opts, "raw")
+
 
 class _StreamingClient(Proxy):
     """``client.with_streaming_response``."""
@@ -369,6 +374,10 @@ class _StreamingClient(Proxy):
     @property
     def chat(self) -> Any:
         return _StreamingChat(self._target.chat, self._opts)
+
+    @property
+    def responses(self) -> Any:
+        return _responses_stream.responses_of(self._target, self._opts, "streaming")
 
 
 class WrappedClient(Proxy):
@@ -404,6 +413,11 @@ class WrappedClient(Proxy):
     @property
     def beta(self) -> Any:
         return _Beta(self._target.beta, self._opts)
+
+    @property
+    def responses(self) -> Any:
+        """The Responses API, its streamed paths stitched (``_responses_stream``)."""
+        return _responses_stream.responses_of(self._target, self._opts, "client")
 
     @property
     def unwrapped(self) -> Any:

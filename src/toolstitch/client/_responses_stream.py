@@ -1,0 +1,307 @@
+"""The Responses API on a wrapped client: the same guarantees as for Chat Completions.
+
+=======================================================================  ==========================
+``responses.create(..., stream=True)``                                  a ``StitchedResponseStream``
+                                                                         (async: the async twin)
+``responses.with_raw_response.create(..., stream=True)``                the SDK's raw response;
+(also ``client.with_raw_response.responses``)                           ``.parse()`` is stitched
+``responses.with_streaming_response.create(..., stream=True)``          the SDK's context manager;
+(also ``client.with_streaming_response.responses``)                     ``.parse()`` is stitched
+``responses.stream(...)``                                               the SDK's helper stream and
+                                                                         its events, plus
+                                                                         ``.toolstitch`` and
+                                                                         ``.tool_calls``
+=======================================================================  ==========================
+
+A stitched Responses stream is a :class:`~._stream.StitchedStream` (so an ``openai.Stream``) whose
+core is a :class:`~toolstitch.core._responses.ResponseAccumulator`: iterating it yields the SDK's
+own event objects, unchanged and in order; ``tool_calls``, ``events()``, ``record()``, ``close()``
+and the context manager are the chat stream's; :meth:`StitchedResponseStream.get_final_response`
+builds the SDK's ``Response``. The request's ``tools``, ``tool_choice`` and
+``parallel_tool_calls`` (flat, as this API takes them; from ``extra_body`` too) are the contract
+(``recording._responses_contract``).
+
+What stays the SDK's, unstitched: every request that does not stream, ``responses.retrieve(...,
+stream=True)`` and ``responses.stream(response_id=...)`` (a stream resumed by id: its request,
+hence its contract, is not known here; the latter warns once), ``parse``, and the rest.
+
+:func:`response_tool_calls` is ``ts.tool_calls`` for a ``Response`` that was not streamed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Literal
+
+import openai
+
+from ..core._call import ToolCall
+from ..core._limits import Limits
+from ..core._responses import ResponseAccumulator
+from ..recording._recorder import recording_path
+from ..recording._responses_contract import (
+    given_responses_contract,
+    read_responses_contract,
+    responses_accumulator,
+)
+from ._proxy import Proxy, like, proxied_stream
+from ._request import creator, read_request
+from ._responses import (
+    AsyncHelperManager,
+    AsyncResponseManager,
+    HelperManager,
+    RawResponse,
+    ResponseManager,
+)
+from ._stream import AsyncStitchedStream, StitchedStream
+
+if TYPE_CHECKING:
+    from ._wrap import _Options
+
+__all__ = [
+    "AsyncStitchedResponseStream",
+    "Responses",
+    "StitchedResponseStream",
+    "is_response",
+    "response_tool_calls",
+    "responses_of",
+    "stitched_responses",
+]
+
+
+class StitchedResponseStream(StitchedStream):
+    """Yields the SDK's Responses stream events unchanged while merging function calls.
+
+    An ``openai.Stream``: iterate it for the SDK's ``ResponseStreamEvent`` objects, or iterate
+    :meth:`events` for toolstitch events. ``tool_calls`` are the ``function_call`` items' calls in
+    output order (``id`` is the item's ``call_id``); :meth:`get_final_response` is the SDK's
+    ``Response``.
+    """
+
+    accumulator: ResponseAccumulator
+
+    def get_final_response(self) -> Any:
+        """Consume what is left, then build the SDK's ``Response``.
+
+        Raises :class:`~toolstitch.errors.IncompleteStreamError` when the stream did not end with
+        ``response.completed`` or ``response.incomplete`` (it broke, was closed early, carried an
+        ``error`` event or ``response.failed``).
+        """
+        if not self.accumulator.ended:
+            self.until_done()
+        return self.accumulator.get_final_response()
+
+    def get_final_completion(self) -> Any:
+        """A Responses stream has no ``ChatCompletion``: use :meth:`get_final_response`."""
+        raise TypeError("a Responses API stream builds a Response: call get_final_response()")
+
+
+class AsyncStitchedResponseStream(AsyncStitchedStream):
+    """The async twin of :class:`StitchedResponseStream`; ``await stream.get_final_response()``."""
+
+    accumulator: ResponseAccumulator
+
+    async def get_final_response(self) -> Any:
+        """Consume what is left, then build the SDK's ``Response`` (see the sync twin)."""
+        if not self.accumulator.ended:
+            await self.until_done()
+        return self.accumulator.get_final_response()
+
+    async def get_final_completion(self) -> Any:
+        """A Responses stream has no ``ChatCompletion``: use :meth:`get_final_response`."""
+        raise TypeError("a Responses API stream builds a Response: call get_final_response()")
+
+
+def response_tool_calls(
+    response: Any,
+    *,
+    tools: Iterable[Any] | None = None,
+    tool_choice: Any = None,
+    parallel_tool_calls: bool | None = None,
+    limits: Limits | None = None,
+    empty_arguments: Literal["invalid", "object"] = "invalid",
+) -> list[ToolCall]:
+    """The calls of a non-streamed ``Response`` (an SDK object or a dict): its ``function_call``
+    items, sealed and checked as a stream's are (``ready`` only when the response is
+    ``completed``, the arguments parse and fit the offered tool, ``tool_choice`` and
+    ``parallel_tool_calls``). Never raises on a hostile response."""
+    contract = given_responses_contract(tools, tool_choice, parallel_tool_calls)
+    accumulator = responses_accumulator(contract, limits=limits, empty_arguments=empty_arguments)
+    accumulator.read_response(response)
+    accumulator.end()
+    return accumulator.calls(0)
+
+
+def is_response(value: Any) -> bool:
+    """True for a Responses API ``Response`` (the SDK's, or a dict with ``"object": "response"``)."""
+    if isinstance(value, Mapping):
+        try:
+            return value.get("object") == "response"
+        except Exception:
+            return False
+    cls = type(value)
+    return cls.__name__ in ("Response", "ParsedResponse") and cls.__module__.startswith("openai.")
+
+
+def stitched_responses(
+    opts: _Options, sdk_result: Any, request: Mapping[str, Any], started: float, path: str
+) -> Any:
+    """The stitched Responses stream over the SDK's ``sdk_result`` when it is an ``openai.Stream``
+    or ``openai.AsyncStream``; anything else is returned as it is, with one warning per path."""
+    if isinstance(sdk_result, StitchedResponseStream | AsyncStitchedResponseStream):
+        return sdk_result
+    inner = proxied_stream(sdk_result)
+    cls: type[StitchedStream] | type[AsyncStitchedStream]
+    if isinstance(inner, openai.AsyncStream):
+        cls = AsyncStitchedResponseStream
+    elif isinstance(inner, openai.Stream):
+        cls = StitchedResponseStream
+    else:
+        opts.unstitched(path, f"the SDK returned a {type(sdk_result).__name__}, not an openai.Stream")
+        return sdk_result
+    accumulator = responses_accumulator(
+        read_responses_contract(request),
+        limits=opts.limits,
+        empty_arguments=opts.empty_arguments,
+        started_at=started,
+    )
+    stream = cls(sdk_result, accumulator, request=request)
+    if opts.record is not None:
+        stream.record(recording_path(opts.record), redact=opts.redact)
+    return stream
+
+
+class _Stitching:
+    """The Responses variants of the chat objects of ``_responses``: their one stitching step."""
+
+    __slots__ = ()
+
+    _opts: _Options
+    _request: dict[str, Any]
+    _started: float
+    _path: str
+
+    def _keep(self, sdk_result: Any) -> Any:
+        stitched = stitched_responses(self._opts, sdk_result, self._request, self._started, self._path)
+        object.__setattr__(self, "_stitched", stitched)
+        return stitched
+
+
+class _RawResponse(_Stitching, RawResponse):
+    __slots__ = ()
+
+
+class _ResponseManager(_Stitching, ResponseManager):
+    __slots__ = ()
+
+    def __enter__(self) -> RawResponse:
+        response = _RawResponse(
+            self._target.__enter__(), self._opts, self._request, self._started, self._path
+        )
+        object.__setattr__(self, "_stitched", response)
+        return response
+
+
+class _AsyncResponseManager(_Stitching, AsyncResponseManager):
+    __slots__ = ()
+
+    async def __aenter__(self) -> RawResponse:
+        entered = await self._target.__aenter__()
+        response = _RawResponse(entered, self._opts, self._request, self._started, self._path)
+        object.__setattr__(self, "_stitched", response)
+        return response
+
+
+class _HelperManager(_Stitching, HelperManager):
+    __slots__ = ()
+
+
+class _AsyncHelperManager(_Stitching, AsyncHelperManager):
+    __slots__ = ()
+
+
+class Responses(Proxy):
+    """``client.responses`` of a wrapped client: ``create(stream=True)`` returns a stitched stream,
+    ``stream(...)`` the SDK's helper over one; the rest is the SDK's."""
+
+    __slots__ = ()
+
+    @property
+    def create(self) -> Any:
+        opts = self._opts
+
+        def stitched(result: Any, request: dict[str, Any], started: float) -> Any:
+            return stitched_responses(opts, result, request, started, "responses.create(stream=True)")
+
+        return creator(self._target.create, opts.is_async, stitched)
+
+    @property
+    def stream(self) -> Any:
+        sdk_stream = self._target.stream
+        opts = self._opts
+        manager = _AsyncHelperManager if opts.is_async else _HelperManager
+        path = "responses.stream()"
+
+        def stream(*args: Any, **kwargs: Any) -> Any:
+            if kwargs.get("response_id") is not None:
+                opts.unstitched(path + " with response_id", "a stream resumed by id has no request to check")
+                return sdk_stream(*args, **kwargs)
+            request, started = read_request(kwargs)
+            return manager(sdk_stream(*args, **request), opts, request, started, path)
+
+        return like(sdk_stream, stream)
+
+    @property
+    def with_raw_response(self) -> Any:
+        return _RawResponses(self._target.with_raw_response, self._opts)
+
+    @property
+    def with_streaming_response(self) -> Any:
+        return _StreamingResponses(self._target.with_streaming_response, self._opts)
+
+
+class _RawResponses(Proxy):
+    """``responses.with_raw_response``: a streamed ``create`` gives the SDK's raw response, whose
+    ``parse()`` is a stitched stream."""
+
+    __slots__ = ()
+
+    @property
+    def create(self) -> Any:
+        opts = self._opts
+        path = "responses.with_raw_response.create(stream=True)"
+
+        def raw(result: Any, request: dict[str, Any], started: float) -> Any:
+            return _RawResponse(result, opts, request, started, path)
+
+        return creator(self._target.create, opts.is_async, raw)
+
+
+class _StreamingResponses(Proxy):
+    """``responses.with_streaming_response``: a streamed ``create`` gives the SDK's context
+    manager; the response it enters parses to a stitched stream."""
+
+    __slots__ = ()
+
+    @property
+    def create(self) -> Any:
+        opts = self._opts
+        manager = _AsyncResponseManager if opts.is_async else _ResponseManager
+        path = "responses.with_streaming_response.create(stream=True)"
+
+        def managed(result: Any, request: dict[str, Any], started: float) -> Any:
+            return manager(result, opts, request, started, path)
+
+        return creator(self._target.create, False, managed)
+
+
+def responses_of(target: Any, opts: _Options, kind: Literal["client", "raw", "streaming"]) -> Any:
+    """The one hook ``_wrap`` calls: ``responses`` of the client (``kind="client"``), of its
+    ``with_raw_response`` or of its ``with_streaming_response``. An ``openai`` release without the
+    Responses API has no ``responses`` attribute: the ``AttributeError`` is the SDK's own."""
+    sdk = target.responses
+    if kind == "raw":
+        return _RawResponses(sdk, opts)
+    if kind == "streaming":
+        return _StreamingResponses(sdk, opts)
+    return Responses(sdk, opts)
