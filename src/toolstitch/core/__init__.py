@@ -19,6 +19,8 @@ other layer is built on :class:`Accumulator`. What lives where:
 * :mod:`._recover`      opt-in recovery of tool calls a server wrote as text.
 * :mod:`._preview`      display-only previews of arguments still streaming.
 * :mod:`._accumulator`  the core itself: the stream's state, ``feed``, ending, the completion.
+* :mod:`._responses`    the second reader: Responses API events into the same calls
+  (:class:`ResponseAccumulator`, an ``Accumulator`` whose ``feed`` reads events).
 * :mod:`._events`, :mod:`._anomaly`, :mod:`._limits`: the values the core hands out.
 """
 
@@ -28,6 +30,7 @@ from ._accumulator import Accumulator, StreamMetrics
 from ._anomaly import Anomaly, AnomalyCode
 from ._call import CallMetrics, CallStatus, ToolCall
 from ._limits import Limits
+from ._responses import ResponseAccumulator
 from ._seal import sealed_call
 
 __all__ = [
@@ -37,6 +40,7 @@ __all__ = [
     "CallMetrics",
     "CallStatus",
     "Limits",
+    "ResponseAccumulator",
     "StreamMetrics",
     "ToolCall",
     "sealed_call",

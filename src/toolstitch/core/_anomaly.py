@@ -1,9 +1,9 @@
 """What a provider did that the OpenAI reference stream does not do.
 
-Rule 8 of the design: every tolerance is visible. Each repair made while reading or routing a chunk (and each
-surprise noticed by the accumulator) becomes one :class:`Anomaly` with a stable ``code``, recorded on the
-call it concerns and on the stream, so users can see what their provider does instead of discovering it
-in a 400 three turns later.
+Rule 8 of docs/design.md: every tolerance is visible. Each repair made while reading or routing a
+chunk (and each surprise noticed by the accumulator) becomes one :class:`Anomaly` with a stable
+``code``, recorded on the call it concerns and on the stream, so users can see what their provider
+does instead of discovering it in a 400 three turns later.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """One tool call: its buffer, its state machine, its limits and its timings.
 
-The state machine (rule 4 of the design, "seal, check, then execute")::
+The state machine (rule 4 of docs/design.md, "seal, check, then execute")::
 
     open ──seal──▶ ready       arguments parse and (when the tool is known) fit its schema
       │      └───▶ invalid     they do not; ``error`` says why and keeps the raw text

@@ -1,7 +1,7 @@
 """Display-only previews of arguments that are still streaming (``ToolCall.preview``, issue 13).
 
 A UI wants to show ``{"city": "San F`` as ``{'city': 'San F'}`` while the model is still writing it.
-Rule 2 of the design allows such a preview and forbids acting on it: it is never ``parsed``, the
+Rule 2 of docs/design.md allows such a preview and forbids acting on it: it is never ``parsed``, the
 gate and the executor never read it, and a ready call's preview *is* its ``parsed`` value.
 
 What a preview shows, for the argument text so far:

@@ -7,7 +7,11 @@ which anomaly) is made once, here or in the module this calls for it (``_values.
 ``_route.py`` for which call a fragment belongs to); there is no second path for a common shape.
 It is cheap because a standard chunk asks few questions, not because it is read by other code:
 the fields of an object are read from one dict, nothing is built per chunk but the events asked
-for, and argument text is appended, never scanned (rule 2 of docs/design.md).
+for, and argument text is appended, never scanned (rule 2 of docs/design.md). Where an object is
+one of the SDK's own chunk classes with no unknown fields, the line that reads it takes the values
+straight from its ``__dict__`` (where pydantic keeps every declared field), which is what
+:func:`~._values.read_object` would return for it, without the call; every other object goes
+through ``read_object``. Either way the values then meet the same decisions.
 
 ``want`` is the switch between :meth:`Accumulator.feed` with events and the wrapped stream that
 nobody reads events from: without it, the two events nearly every chunk makes (``ContentDelta``,
@@ -23,6 +27,12 @@ arrived for it.
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
+
+from openai.types.chat import ChatCompletionChunk as _SdkChunk
+from openai.types.chat.chat_completion_chunk import Choice as _SdkChoice
+from openai.types.chat.chat_completion_chunk import ChoiceDelta as _SdkDelta
+from openai.types.chat.chat_completion_chunk import ChoiceDeltaToolCall as _SdkEntry
+from openai.types.chat.chat_completion_chunk import ChoiceDeltaToolCallFunction as _SdkFunction
 
 from ..errors import InBandError, MalformedArguments
 from ._anomaly import Anomaly, AnomalyCode
@@ -108,7 +118,12 @@ def read_chunk(acc: Accumulator, chunk: Any, events: list[Event], want: bool) ->
     ``error`` (the accumulator ends the input with it); every other problem is recorded, and
     refuses what it may have touched.
     """
-    read = read_object(chunk, _CHUNK)
+    read: Any
+    if type(chunk) is _SdkChunk and not chunk.__pydantic_extra__:
+        fields = chunk.__dict__
+        read = fields, None, _CHUNK.take(fields)
+    else:
+        read = read_object(chunk, _CHUNK)
     if read is None:
         acc._record(
             Anomaly(AnomalyCode.MALFORMED_CHUNK, f"a chunk must be an object, got {type(chunk).__name__}"),
@@ -142,7 +157,11 @@ def read_chunk(acc: Accumulator, chunk: Any, events: list[Event], want: bool) ->
         return
     seen: set[int] | None = set() if len(choices) > 1 else None
     for raw in choices:
-        read = read_object(raw, _CHOICE)
+        read = (
+            (None, None, _CHOICE.take(raw.__dict__))
+            if type(raw) is _SdkChoice and not raw.__pydantic_extra__
+            else read_object(raw, _CHOICE)
+        )
         if read is None:
             acc._damaged(None, "a choice is not an object", raw, events)
             continue
@@ -166,7 +185,11 @@ def read_chunk(acc: Accumulator, chunk: Any, events: list[Event], want: bool) ->
         sealing: list[ToolCall] | None = None
         try:
             if delta is not None:
-                read = read_object(delta, _DELTA)
+                read = (
+                    (None, None, _DELTA.take(delta.__dict__))
+                    if type(delta) is _SdkDelta and not delta.__pydantic_extra__
+                    else read_object(delta, _DELTA)
+                )
                 if read is None:
                     acc._damaged(state, "delta is not an object", delta, events)
                 else:
@@ -305,7 +328,11 @@ def read_fragment(
 ) -> ToolCall | None:
     """One ``delta.tool_calls`` entry: clean its values, find its call, write what it carries.
     Returns the call it reached (None when it opened none)."""
-    read = read_object(entry, _ENTRY)
+    read = (
+        (None, None, _ENTRY.take(entry.__dict__))
+        if type(entry) is _SdkEntry and not entry.__pydantic_extra__
+        else read_object(entry, _ENTRY)
+    )
     if read is None:
         acc._damaged(state, "a tool call entry is not an object", entry, events)
         return None
@@ -325,7 +352,11 @@ def read_fragment(
     name = arguments = None
     replace = False
     if function is not None:
-        read = read_object(function, _FUNCTION)
+        read = (
+            (None, None, _FUNCTION.take(function.__dict__))
+            if type(function) is _SdkFunction and not function.__pydantic_extra__
+            else read_object(function, _FUNCTION)
+        )
         if read is None:
             notes.append(Anomaly(AnomalyCode.MALFORMED_CHUNK, "function is not an object", raw=entry))
             unreadable = "its function is not an object"

@@ -268,6 +268,12 @@ class ResponseAccumulator(Accumulator):
         self._whole = False
         """Reading a response that was not streamed (:meth:`read_response`)."""
 
+    @property
+    def check_options(self) -> dict[str, Any]:
+        """The accumulator's options (see :attr:`Accumulator.check_options`), and ``api:
+        "responses"``: a recording says which reader its events are for."""
+        return {**super().check_options, "api": "responses"}
+
     # -- feeding -----------------------------------------------------------------------------
 
     def feed(self, chunk: Any, seq: int | None = None, *, events: bool = True) -> Sequence[Event]:
@@ -689,9 +695,9 @@ class ResponseAccumulator(Accumulator):
             self._mismatch(
                 call, f"the call_id in {where} ({show(fid)}) differs from {show(call._id)}", raw, out
             )
-        if "arguments" not in ifields:
-            return
         text = ifields.get("arguments")
+        if text is None:
+            return  # no statement of the text (absent, or null: the SDK's value for absent)
         if type(text) is not str:
             self._mismatch(call, f"the arguments in {where} were {show(text)}, not text", raw, out)
             return

@@ -1,6 +1,6 @@
 """An incremental scanner for streamed JSON argument text.
 
-Rule 2 of the design: append, then parse once. A prefix of JSON is not JSON, so nothing here
+Rule 2 of docs/design.md: append, then parse once. A prefix of JSON is not JSON, so nothing here
 *parses*; the scanner only tracks enough state (bracket stack, inside-a-string, escape, pending
 ``\\uXXXX`` digits) to answer two questions early, while the text is still arriving:
 
