@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 PUBLIC = [
     "Accumulator",
+    "AsyncStitchedResponseStream",
     "AsyncStitchedStream",
     "Deny",
     "HistoryError",
@@ -25,8 +26,10 @@ PUBLIC = [
     "Ledger",
     "Limits",
     "PostgresLedger",
+    "ResponseAccumulator",
     "RunResult",
     "SQLiteLedger",
+    "StitchedResponseStream",
     "StitchedStream",
     "Tool",
     "ToolCall",
@@ -56,7 +59,7 @@ PUBLIC = [
 
 def test_public_surface_is_pinned() -> None:
     assert sorted(ts.__all__) == sorted(PUBLIC)
-    assert len(ts.__all__) <= 34
+    assert len(ts.__all__) <= 37
     for name in ts.__all__:
         assert getattr(ts, name) is not None
 

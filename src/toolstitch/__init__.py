@@ -21,8 +21,16 @@ from . import errors as errors
 from . import events as events
 from . import metrics as metrics
 from ._version import __version__ as __version__
-from .client import AsyncStitchedStream, StitchedStream, stitch, tool_calls, wrap
-from .core import Accumulator, Limits, ToolCall
+from .client import (
+    AsyncStitchedResponseStream,
+    AsyncStitchedStream,
+    StitchedResponseStream,
+    StitchedStream,
+    stitch,
+    tool_calls,
+    wrap,
+)
+from .core import Accumulator, Limits, ResponseAccumulator, ToolCall
 from .errors import HistoryError, IncompleteStreamError, ToolError, ToolstitchError
 from .history import (
     assistant_message,
@@ -40,6 +48,7 @@ from .tools import Deny, Ledger, PostgresLedger, SQLiteLedger, Tool, Toolbox, To
 
 __all__ = [
     "Accumulator",
+    "AsyncStitchedResponseStream",
     "AsyncStitchedStream",
     "Deny",
     "HistoryError",
@@ -47,8 +56,10 @@ __all__ = [
     "Ledger",
     "Limits",
     "PostgresLedger",
+    "ResponseAccumulator",
     "RunResult",
     "SQLiteLedger",
+    "StitchedResponseStream",
     "StitchedStream",
     "Tool",
     "ToolCall",

@@ -164,7 +164,7 @@ def _encode(item: SSEItem) -> bytes:
 
 _RESPONSE_USAGE = {
     "input_tokens": 12,
-    "input_tokens_details": {"cached_tokens": 0},
+    "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
     "output_tokens": 20,
     "output_tokens_details": {"reasoning_tokens": 0},
     "total_tokens": 32,

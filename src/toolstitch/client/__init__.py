@@ -6,6 +6,8 @@
   (:mod:`._proxy` the proxy, :mod:`._responses` the raw, streaming-response and helper objects).
 * :mod:`._stitch`  ``stitch(chunks)``: the same stream over any (async) iterable of chunks.
 * :mod:`._completion` ``tool_calls(completion)``: the same calls for a completion that was not streamed.
+* :mod:`._responses_stream` the Responses API: ``StitchedResponseStream`` /
+  ``AsyncStitchedResponseStream`` for ``responses.create(stream=True)`` and its other paths.
 * :mod:`._types`   for type checkers only: ``wrap(OpenAI())`` is a ``StitchedOpenAI``, an ``OpenAI``
   whose streamed ``create`` returns a ``StitchedStream`` (and the async and Azure twins).
 """
@@ -15,6 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ._completion import tool_calls
+from ._responses_stream import AsyncStitchedResponseStream, StitchedResponseStream
 from ._stitch import stitch
 from ._stream import AsyncStitchedStream, StitchedStream
 from ._wrap import WrappedClient, wrap
@@ -25,4 +28,13 @@ if TYPE_CHECKING:  # what a type checker sees wrap() return; nothing at run time
     from ._types import StitchedAzureOpenAI as StitchedAzureOpenAI
     from ._types import StitchedOpenAI as StitchedOpenAI
 
-__all__ = ["AsyncStitchedStream", "StitchedStream", "WrappedClient", "stitch", "tool_calls", "wrap"]
+__all__ = [
+    "AsyncStitchedResponseStream",
+    "AsyncStitchedStream",
+    "StitchedResponseStream",
+    "StitchedStream",
+    "WrappedClient",
+    "stitch",
+    "tool_calls",
+    "wrap",
+]

@@ -10,6 +10,9 @@ and every provider quirk the core repairs (arguments sent as an object, ...) is 
 recorded here as it is in a stream.
 
 The completion itself is only read: the SDK's object (or dict) is never changed.
+
+A Responses API ``Response`` (the SDK's, or a dict with ``"object": "response"``) is read by the
+Responses reader instead (``_responses_stream.response_tool_calls``), with the same checks.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from typing import Any, Literal
 from ..core._call import ToolCall
 from ..core._limits import Limits
 from ..recording._contract import given_contract
+from ._responses_stream import is_response, response_tool_calls
 from ._shape import as_chunk
 
 __all__ = ["tool_calls"]
@@ -48,7 +52,20 @@ def tool_calls(
     (``call.anomalies``) and never a ``ready`` call. ``ts.assistant_message(completion)`` and
     ``ts.tool_message(call, ...)`` / ``ts.call_error_text(call)`` build the history from it as
     from a stream.
+
+    A Responses API ``Response`` is read the same way: its ``function_call`` items are the calls
+    (``id`` is the item's ``call_id``, in output order), ``ready`` only when its ``status`` is
+    ``"completed"``; ``tools`` and ``tool_choice`` in this API's flat shape or the chat one.
     """
+    if is_response(completion):
+        return response_tool_calls(
+            completion,
+            tools=tools,
+            tool_choice=tool_choice,
+            parallel_tool_calls=parallel_tool_calls,
+            limits=limits,
+            empty_arguments=empty_arguments,
+        )
     accumulator = given_contract(tools, tool_choice, function_call, parallel_tool_calls).accumulator(
         limits=limits,
         empty_arguments=empty_arguments,
