@@ -42,8 +42,11 @@ PUBLIC = [
     "assistant_message",
     "call_error_text",
     "ensure_valid_history",
+    "function_call_output",
+    "function_call_outputs",
     "repair_history",
     "replay",
+    "response_items",
     "run",
     "run_events",
     "stitch",
@@ -52,6 +55,7 @@ PUBLIC = [
     "tool_message",
     "tool_messages",
     "validate_history",
+    "validate_input",
     "validate_request",
     "wrap",
 ]
@@ -59,7 +63,7 @@ PUBLIC = [
 
 def test_public_surface_is_pinned() -> None:
     assert sorted(ts.__all__) == sorted(PUBLIC)
-    assert len(ts.__all__) <= 37
+    assert len(ts.__all__) <= 41
     for name in ts.__all__:
         assert getattr(ts, name) is not None
 

@@ -38,6 +38,9 @@ What lives where, so that each concern can be read (and changed) on its own:
   ``NOT_EXECUTED``. It depends on the validator (it re-validates what it returns), never the
   other way round.
 * :mod:`._dialects`  the rule table and per-provider dialects.
+* :mod:`._responses` the Responses API: ``response_items`` (the output items to send back),
+  ``function_call_output(s)`` (the answers, paired by ``call_id``) and ``validate_input`` (rules
+  R00-R07 of its ``input``).
 * :mod:`._common`    what more than one of them needs: reading input as the SDK sends it, a
   message's ``tool_calls``, and the shape of a tool message.
 
@@ -50,6 +53,7 @@ from __future__ import annotations
 from ._build import assistant_message, call_error_text, result_message, tool_message, tool_messages
 from ._dialects import DIALECT_NAMES, Dialect, get_dialect
 from ._repair import NOT_EXECUTED, RepairChange, RepairReport, repair_history
+from ._responses import function_call_output, function_call_outputs, response_items, validate_input
 from ._validate import (
     HistoryProblem,
     ensure_valid_history,
@@ -67,11 +71,15 @@ __all__ = [
     "assistant_message",
     "call_error_text",
     "ensure_valid_history",
+    "function_call_output",
+    "function_call_outputs",
     "get_dialect",
     "repair_history",
+    "response_items",
     "result_message",
     "tool_message",
     "tool_messages",
     "validate_history",
+    "validate_input",
     "validate_request",
 ]

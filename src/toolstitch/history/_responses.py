@@ -1,0 +1,405 @@
+"""History for the Responses API: the input items the next request accepts, and their rules.
+
+A Responses request carries its history as ``input`` items (stateless), or names the previous
+response (``previous_response_id``) and carries only what is new. Either way, after a function
+call the next request must hold, for every ``function_call`` the model made, exactly one
+``function_call_output`` with the same ``call_id``; an output whose call the server cannot find
+earns "No tool call found for function call output with call_id ...", a call left unanswered "No
+tool output found for function call ...", and a reasoning item sent without the item it produced
+"... was provided without its required following item".
+
+* :func:`response_items`: the output items of a response (a ``Response``, a stitched Responses
+  stream, or the same as plain data) to append to ``input``: ``function_call`` items as received
+  (their ``arguments`` text untouched), ``reasoning`` items kept (a reasoning model needs them
+  back beside its calls), messages and every other item as the server sent them.
+* :func:`function_call_output` / :func:`function_call_outputs`: the items answering calls, paired
+  by ``call_id``, with the tool messages' rules (a call that is not ``ready`` never ran: it is
+  answered with an error, never with a result).
+* :func:`validate_input`: the problems a server would answer with a 400 (rules ``R00``-``R07``,
+  listed in ``docs/history-rules.md``), for a stateless ``input`` or one that continues
+  ``previous_response_id``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import pydantic
+
+from ..errors import CallNotReadyError
+from ._build import ToolCallLike, _call_facts, _error_text, _is_result, _result_text
+from ._common import _MISSING, _plain
+from ._validate import HistoryProblem
+
+__all__ = [
+    "function_call_output",
+    "function_call_outputs",
+    "response_items",
+    "validate_input",
+]
+
+Item = dict[str, Any]
+
+
+def _response_of(source: Any) -> Any:
+    """The response inside a stitched Responses stream (``get_final_response()``), or ``source``."""
+    final = getattr(source, "get_final_response", None)
+    if callable(final) and not isinstance(source, Mapping):
+        return final()
+    return source
+
+
+def _dump(item: Any) -> Any:
+    if isinstance(item, pydantic.BaseModel):
+        # by alias (the SDK's ``async_`` is ``async`` on the wire), without the fields the
+        # server did not send: the item goes back as it came
+        return item.model_dump(mode="json", by_alias=True, exclude_unset=True, warnings=False)
+    return _plain(item)
+
+
+def response_items(source: Any, *, reasoning: bool = True) -> list[Item]:
+    """The output items of a response, as input items for the next request.
+
+    ``source`` is a ``Response``, a stitched Responses stream (its ``get_final_response()``), a
+    response as a dict, or its ``output`` list. ``function_call`` items keep their ``id``,
+    ``call_id``, ``name`` and ``arguments`` text exactly as received (``null`` fields the server
+    sent are left out: input items do not take them); ``reasoning`` items are kept unless
+    ``reasoning=False`` (with ``store=False`` a reasoning item can go back only with its
+    ``encrypted_content``: ask for it with ``include=["reasoning.encrypted_content"]``); every other
+    item is kept as sent. Input is never changed: the items are copies.
+    """
+    response = _response_of(source)
+    if isinstance(response, list | tuple):
+        output: Any = response
+    elif isinstance(response, Mapping):
+        output = response.get("output")
+    else:
+        output = getattr(response, "output", None)
+    if not isinstance(output, list | tuple):
+        raise TypeError(
+            f"expected a Response, a Responses stream or an output list, got {type(source).__name__}"
+        )
+    items: list[Item] = []
+    for entry in output:
+        data = _dump(entry)
+        if not isinstance(data, Mapping):
+            raise TypeError(f"an output item is {type(data).__name__}, not an object")
+        if data.get("type") == "reasoning" and not reasoning:
+            continue
+        items.append({k: v for k, v in data.items() if v is not None})
+    return items
+
+
+def function_call_output(
+    call: ToolCallLike | Any, result: Any = _MISSING, *, error: str | BaseException | None = None
+) -> Item:
+    """The ``function_call_output`` item answering ``call`` (a :class:`~toolstitch.ToolCall`, a
+    ``function_call`` item of a response, or a dict with ``call_id``).
+
+    ``result`` is a ``str`` (sent as is) or any JSON value (compact JSON, as
+    :func:`~toolstitch.history.tool_message` sends it); an exception as ``result``, or ``error=``,
+    is an error result. A call that is not ``ready`` never ran: without an error result this raises
+    :class:`~toolstitch.errors.CallNotReadyError`; answer it with
+    ``function_call_output(call, error=call_error_text(call))``.
+    """
+    call_id, name, status, _ = _facts(call)
+    if result is not _MISSING and error is not None:
+        raise TypeError("function_call_output() takes a result or error=, not both")
+    if isinstance(result, BaseException):
+        result, error = _MISSING, result
+    if result is _MISSING and error is None:
+        raise TypeError("function_call_output() needs a result, or error= for a call that failed")
+    if not isinstance(call_id, str) or not call_id:
+        raise ValueError(f"function call {name!r} has no call_id, so no output can answer it")
+    if error is None and status not in (None, "ready"):
+        raise CallNotReadyError(
+            f"function call {call_id!r} ({name!r}) is {status!r}, so it was not executed and has no "
+            "result; answer it with function_call_output(call, error=call_error_text(call))",
+            call=call,
+            status=str(status),
+        )
+    output = _error_text(error, call) if error is not None else _result_text(result)
+    return {"type": "function_call_output", "call_id": call_id, "output": output}
+
+
+def _facts(call: Any) -> tuple[Any, str | None, str | None, BaseException | None]:
+    """``(call_id, name, status, error)`` of a ToolCall, a ``function_call`` item, or a dict."""
+    if isinstance(call, pydantic.BaseModel | Mapping):
+        data = _plain(call)
+        if isinstance(data, Mapping) and ("call_id" in data or data.get("type") == "function_call"):
+            name = data.get("name")
+            return data.get("call_id"), name if isinstance(name, str) else None, None, None
+    return _call_facts(call)
+
+
+def function_call_outputs(items: Iterable[tuple[ToolCallLike | Any, Any] | Any]) -> list[Item]:
+    """One ``function_call_output`` per item: a ``(call, result)`` pair, or an executed result of
+    ``Toolbox.execute`` (anything with ``.call``, ``.ok`` and ``.content``). In the calls' output
+    order when every call carries an ``index`` (toolstitch ``ToolCall``), else as given."""
+    entries: list[tuple[Any, Any]] = []
+    for item in items:
+        if isinstance(item, tuple):
+            if len(item) != 2:
+                raise TypeError("function_call_outputs() takes (call, result) pairs or executed results")
+            entries.append((item[0], item))
+        elif _is_result(item):
+            entries.append((item.call, item))
+        else:
+            raise TypeError(
+                "function_call_outputs() takes (call, result) pairs or executed results, "
+                f"got {type(item).__name__}"
+            )
+    if entries and all(isinstance(getattr(c, "index", None), int) for c, _ in entries):
+        entries.sort(key=lambda e: tuple(getattr(e[0], k, 0) for k in ("choice", "index", "slot")))
+    out: list[Item] = []
+    for call, item in entries:
+        if isinstance(item, tuple):
+            out.append(function_call_output(call, item[1]))
+        elif item.ok is True:
+            out.append(function_call_output(_as_item(call), item.content))
+        else:
+            out.append(function_call_output(_as_item(call), error=item.content))
+    return out
+
+
+def _as_item(call: Any) -> Item:
+    """An executed call as a bare item: the gate decided it ran, not its stream status."""
+    call_id, name, _, _ = _facts(call)
+    return {"type": "function_call", "call_id": call_id, "name": name}
+
+
+# ----------------------------------------------------------------------------- the validator
+
+_R01 = "No tool call found for function call output with call_id {id}."
+_R02 = "No tool output found for function call {id}."
+_R05 = "Missing required parameter: 'input[{index}].{field}'."
+_R07 = "Item '{id}' of type 'reasoning' was provided without its required following item."
+_ITEM_TYPES = frozenset(
+    {
+        "message",
+        "function_call",
+        "function_call_output",
+        "reasoning",
+        "item_reference",
+        "file_search_call",
+        "web_search_call",
+        "computer_call",
+        "computer_call_output",
+        "image_generation_call",
+        "code_interpreter_call",
+        "local_shell_call",
+        "local_shell_call_output",
+        "shell_call",
+        "shell_call_output",
+        "apply_patch_call",
+        "apply_patch_call_output",
+        "mcp_list_tools",
+        "mcp_approval_request",
+        "mcp_approval_response",
+        "mcp_call",
+        "custom_tool_call",
+        "custom_tool_call_output",
+        "compaction",
+    }
+)
+#: Items a reasoning item may be followed by: what a model step produces after its reasoning.
+_PRODUCED = frozenset(_ITEM_TYPES - {"function_call_output", "item_reference", "reasoning"})
+
+
+def _problem(
+    index: int | None, rule: str, message: str, text: str | None = None, param: str | None = None
+) -> HistoryProblem:
+    full = f'{message}. OpenAI rejects it: "{text}"' if text else message
+    return HistoryProblem(index, rule, "error" if rule != "R06" else "warning", full, text, param)
+
+
+def _previous_calls(previous: Any) -> list[str]:
+    if previous is None:
+        return []
+    try:
+        items = response_items(previous)
+    except TypeError:
+        return []
+    return [
+        i["call_id"] for i in items if i.get("type") == "function_call" and isinstance(i.get("call_id"), str)
+    ]
+
+
+def validate_input(
+    input: Any, *, previous: Any = None, previous_response_id: Any = None
+) -> list[HistoryProblem]:
+    """The problems of a Responses request's ``input`` that a server would answer with a 400
+    (errors) or that are fragile (warnings); ``[]`` when it is valid. ``index`` is the item's
+    position in ``input``.
+
+    * ``R00`` ``input`` that is neither a string nor a list, or an item that is not an object;
+    * ``R01`` a ``function_call_output`` whose ``call_id`` no ``function_call`` before it made (nor
+      the previous response);
+    * ``R02`` a ``function_call`` (or a call of the previous response) no output answers;
+    * ``R03`` two outputs for one call; ``R04`` two calls with one ``call_id``;
+    * ``R05`` an item without what the server requires (``call_id``, ``name``, ``arguments``
+      text, ``output``) or of a type it does not know;
+    * ``R06`` (warning) ``arguments`` that are not a JSON object: local servers parse them;
+    * ``R07`` a ``reasoning`` item without the item it produced right after it.
+
+    ``previous`` is the response ``previous_response_id`` names (a ``Response``, a dict, or its
+    output), when it is known: its calls must be answered here. When only
+    ``previous_response_id`` is given, an output for a call this input does not hold cannot be
+    judged, so ``R01`` is not reported for it. Never raises; linear in the size of ``input``.
+    """
+    if isinstance(input, str):
+        return []
+    if not isinstance(input, list | tuple):
+        return [
+            _problem(None, "R00", f"input is a {type(input).__name__}, not a string or a list", param="input")
+        ]
+    problems: list[HistoryProblem] = []
+    made: dict[str, int] = {}
+    for earlier in _previous_calls(previous):
+        made.setdefault(earlier, -1)
+    unknown_previous = previous is None and previous_response_id is not None
+    answered: dict[str, int] = {}
+    items: list[Any] = []
+    for entry in input:
+        try:
+            items.append(_plain(entry))
+        except Exception:
+            items.append(None)
+    for index, item in enumerate(items):
+        if not isinstance(item, Mapping):
+            problems.append(
+                _problem(index, "R00", f"input item {index} is not an object", param=f"input[{index}]")
+            )
+            continue
+        kind = item.get("type")
+        if kind is None and "role" in item:
+            kind = "message"
+        if kind not in _ITEM_TYPES:
+            problems.append(
+                _problem(
+                    index,
+                    "R05",
+                    f"input item {index} has type {kind!r}, which the server does not know",
+                    param=f"input[{index}].type",
+                )
+            )
+            continue
+        if kind == "function_call":
+            call_id = item.get("call_id")
+            for field, ok in (
+                ("call_id", isinstance(call_id, str) and bool(call_id)),
+                ("name", isinstance(item.get("name"), str) and bool(item.get("name"))),
+                ("arguments", isinstance(item.get("arguments"), str)),
+            ):
+                if not ok:
+                    text = _R05.format(index=index, field=field)
+                    problems.append(
+                        _problem(
+                            index,
+                            "R05",
+                            f"function_call item {index} has no usable {field}",
+                            text,
+                            f"input[{index}].{field}",
+                        )
+                    )
+            if not (isinstance(call_id, str) and call_id):
+                continue
+            if call_id in made:
+                problems.append(
+                    _problem(
+                        index,
+                        "R04",
+                        f"function_call item {index} repeats call_id {call_id!r} of item {made[call_id]}",
+                        param=f"input[{index}].call_id",
+                    )
+                )
+                continue
+            made[call_id] = index
+            arguments = item.get("arguments")
+            if isinstance(arguments, str) and not _is_json_object(arguments):
+                problems.append(
+                    _problem(
+                        index,
+                        "R06",
+                        f"the arguments of function_call item {index} are not a JSON object",
+                        param=f"input[{index}].arguments",
+                    )
+                )
+        elif kind == "function_call_output":
+            call_id = item.get("call_id")
+            if not (isinstance(call_id, str) and call_id):
+                text = _R05.format(index=index, field="call_id")
+                problems.append(
+                    _problem(
+                        index,
+                        "R05",
+                        f"function_call_output item {index} has no call_id",
+                        text,
+                        f"input[{index}].call_id",
+                    )
+                )
+                continue
+            output = item.get("output")
+            if not isinstance(output, str | list):
+                text = _R05.format(index=index, field="output")
+                problems.append(
+                    _problem(
+                        index,
+                        "R05",
+                        f"function_call_output item {index} has no output text",
+                        text,
+                        f"input[{index}].output",
+                    )
+                )
+            if call_id in answered:
+                problems.append(
+                    _problem(
+                        index,
+                        "R03",
+                        f"function_call_output item {index} answers call {call_id!r} again "
+                        f"(item {answered[call_id]} did)",
+                        param=f"input[{index}].call_id",
+                    )
+                )
+                continue
+            if call_id not in made and not unknown_previous:
+                text = _R01.format(id=call_id)
+                what = f"function_call_output item {index} answers no call made before it"
+                problems.append(_problem(index, "R01", what, text, "input"))
+                continue
+            answered[call_id] = index
+        elif kind == "reasoning":
+            following = items[index + 1] if index + 1 < len(items) else None
+            next_kind = following.get("type") if isinstance(following, Mapping) else None
+            if next_kind is None and isinstance(following, Mapping) and "role" in following:
+                next_kind = "message"
+            if next_kind not in _PRODUCED:
+                text = _R07.format(id=item.get("id"))
+                problems.append(
+                    _problem(
+                        index,
+                        "R07",
+                        f"reasoning item {index} is not followed by the item it produced",
+                        text,
+                        "input",
+                    )
+                )
+    for call_id, index in made.items():
+        if call_id not in answered:
+            text = _R02.format(id=call_id)
+            where = index if index >= 0 else None
+            what = f"function call {call_id!r}" + (
+                f" (item {index})" if index >= 0 else " of the previous response"
+            )
+            problems.append(_problem(where, "R02", f"{what} has no function_call_output", text, "input"))
+    problems.sort(key=lambda p: (p.index is None, p.index if p.index is not None else 0))
+    return problems
+
+
+def _is_json_object(text: str) -> bool:
+    try:
+        return isinstance(json.loads(text), dict)
+    except (ValueError, RecursionError):
+        return False
