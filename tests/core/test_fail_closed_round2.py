@@ -150,8 +150,8 @@ def test_previews_read_after_every_fragment_stay_linear(monkeypatch: pytest.Monk
         copied[0] = 0
         acc = ts.Accumulator()
         acc.feed(head(0), events=False)
-        for i in range(0, len(body), 5):
-            acc.feed(text(0, body[i : i + 5]), events=False)
+        for i in range(0, len(body), 16):
+            acc.feed(text(0, body[i : i + 16]), events=False)
             acc.tool_calls[0].preview  # noqa: B018 - a UI reading after every fragment
         return copied[0]
 
@@ -161,5 +161,5 @@ def test_previews_read_after_every_fragment_stay_linear(monkeypatch: pytest.Monk
         lambda n: '{"a": [' + ",".join(str(i % 10) for i in range(n // 2)) + "]}",
         lambda n: '{"t": "' + "\\ud83d\\ude00" * (n // 12) + '"}',
     ):
-        small, large = run(make(100_000)), run(make(400_000))
+        small, large = run(make(30_000)), run(make(120_000))
         assert large < 6 * small, (small, large)  # 4x the text: about 4x the copying, not 16x

@@ -187,11 +187,9 @@ def test_on_mutated_corpus_streams_a_ready_call_is_the_oracles_whole_call(data: 
             # Finished, or a repair the reader made visible (a call opened after its finish and
             # sealed at a clean end, a finish_reason missing beside a finished choice).
             assert plain.finished or call.anomalies or acc.anomalies, name
-            assert call.arguments == plain.arguments or call.anomalies, (
-                name,
-                call.arguments,
-                plain.arguments,
-            )
+            # Equal, unless the reader repaired something (and said so): a piece at a new index
+            # read as the open call's continuation (Q05) leaves the oracle's call longer.
+            assert call.arguments == plain.arguments or call.anomalies or acc.anomalies, name
 
 
 def test_the_oracle_and_the_reader_agree_on_every_standard_corpus_stream() -> None:

@@ -184,16 +184,23 @@ def test_a_lone_surrogate_in_arguments_or_id_never_raises(tmp_path: Path) -> Non
     @tool
     def echo(p: str) -> str:
         ran.add("echo", p)
-        return p
+        return p + "\udc80"  # a tool may return what no JSON text can carry
 
-    [call] = sealed([("id\udc80", "echo", '{"p": "\\udc80"}')])
-    assert call.parsed == {"p": "\udc80"}
+    # Arguments holding an escaped lone surrogate are refused at seal (not valid Unicode) ...
+    [refused] = sealed([("id\udc80", "echo", '{"p": "\\udc80"}')])
+    assert refused.status == "invalid" and refused.parsed is None
+    assert isinstance(fingerprint(refused), str)
+    # ... and an id holding one still claims, runs once and is reused.
+    [call] = sealed([("id\udc80", "echo", '{"p": "x"}')])
+    assert call.parsed == {"p": "x"}
     assert isinstance(fingerprint(call), str)
     with SQLiteLedger(tmp_path / "calls.db") as ledger, Toolbox([echo]) as box:
+        [skipped] = box.execute([refused], ledger=ledger)
         [first] = box.execute([call], ledger=ledger)
         [again] = box.execute([call], ledger=ledger)
-    assert first.ok and again.reused and again.value == "\udc80" and again.content == first.content
-    assert ran.calls == [("echo", "\udc80")]
+    assert not skipped.ok
+    assert first.ok and again.reused and again.value == "x\udc80" and again.content == first.content
+    assert ran.calls == [("echo", "x")]
 
 
 def test_the_lease_of_a_running_tool_is_renewed_so_duplicates_wait(tmp_path: Path) -> None:
