@@ -29,6 +29,15 @@ run that was interrupted after saving it), those calls are executed first, throu
 the same :class:`~toolstitch.SQLiteLedger`, calls that finished before the interruption are not run
 again.
 
+**The Responses API** (``api="responses"``): the same loop (gate, executor, ledger, approvals,
+eager dispatch, events, tracing) over ``client.responses.create(stream=True)``, statelessly: the
+history is the request's ``input`` (pass ``input=[...]`` instead of ``messages``); each step sends it
+whole with the toolbox's tools in this API's flat shape, appends the response's output items
+(``ts.response_items``: ``function_call`` items as received, reasoning kept) and one
+``function_call_output`` per call, and asks again until the model answers without calls.
+``result.input`` is the history to store and ``result.output_text`` the final text.
+``previous_response_id`` is refused: a stateless run carries everything in ``input``.
+
 **Approvals that wait for a person.** A call to a ``confirm=True`` tool needs a yes. When the toolbox
 has no confirmation callback, the step runs its other calls, runs nothing that needs approval, and
 the run returns with ``stop_reason == "awaiting_approval"`` and ``result.pending`` (those calls, with
@@ -63,7 +72,14 @@ from ..core._anomaly import Anomaly
 from ..core._call import ToolCall, now, parse_arguments
 from ..core._events import Event
 from ..errors import ApprovalError, IncompleteStreamError, RequestError
-from ..history import HistoryProblem, assistant_message, validate_history, validate_request
+from ..history import (
+    HistoryProblem,
+    assistant_message,
+    response_items,
+    validate_history,
+    validate_input,
+    validate_request,
+)
 from ..history._dialects import Dialect, get_dialect
 from ..tools import Toolbox
 from ..tools._approval import (
@@ -84,7 +100,7 @@ from ..tools._executor import (
     start_early,
 )
 from ..tools._gate import Admission, admit, check_arguments
-from ..tools._ledger import Ledger
+from ..tools._ledger import MemoryLedger
 from ..tools._telemetry import StreamObserver, call_event, chat_span, current
 from ..tools._twins import async_twin_of, bound
 from ._stream_event import StreamEvent
@@ -109,6 +125,7 @@ __all__ = [
 logger = logging.getLogger("toolstitch")
 
 StopReason = Literal["done", "max_steps", "max_corrections", "awaiting_approval"]
+API = Literal["chat", "responses"]
 # Refusals that the model can fix by sending a better call: they count as corrective rounds.
 _CORRECTABLE = frozenset({"invalid_arguments", "not_ready", "unknown_tool"})
 
@@ -194,7 +211,10 @@ class RunResult:
     """What :func:`run` returns.
 
     ``messages``     the whole history (input and new turns), valid by ``ts.validate_history``
-    ``completion``   the last ``ChatCompletion``
+                     (``api="responses"``: the ``input`` items, valid by ``ts.validate_input``;
+                     also ``result.input``)
+    ``completion``   the last ``ChatCompletion`` (``api="responses"``: the last ``Response``;
+                     ``result.output_text`` is its text)
     ``steps``        per step: calls, their status, results, timings
     ``stop_reason``  ``"done"`` (a step without tool calls), ``"max_steps"``, ``"max_corrections"``,
                      ``"awaiting_approval"`` (calls wait for a person: see ``pending``)
@@ -214,6 +234,26 @@ class RunResult:
     def results(self) -> list[ToolResult]:
         """Every tool result of the run, in order."""
         return [r for s in self.steps for r in s.results]
+
+    @property
+    def input(self) -> list[Any]:
+        """The history as the Responses API's ``input`` (``api="responses"``): the items to store
+        and send again. The same list as ``messages``."""
+        return self.messages
+
+    @property
+    def output_text(self) -> str | None:
+        """The model's last text: the last response's ``output_text`` (``api="responses"``), or
+        the content of the last completion's first choice; None before any answer."""
+        last = self.completion
+        if last is None:
+            return None
+        text = getattr(last, "output_text", None)
+        if isinstance(text, str):
+            return text
+        choices = getattr(last, "choices", None) or []
+        content = getattr(getattr(choices[0], "message", None), "content", None) if choices else None
+        return content if isinstance(content, str) else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,7 +276,8 @@ class RequestRetried:
 @dataclass(frozen=True, slots=True)
 class ResponseReceived:
     """The stream is sealed and ``message`` was appended to the history: save it here to resume an
-    interrupted run (its calls have not run yet)."""
+    interrupted run (its calls have not run yet). With ``api="responses"``, ``completion`` is the
+    ``Response`` and ``message`` is ``{"items": [...]}``, the output items appended to ``input``."""
 
     step: int
     completion: ChatCompletion
@@ -346,7 +387,7 @@ class _RunOptions:
     (its signature is the documented one), ``arun`` takes the same through ``async_twin_of``."""
 
     model: str
-    messages: Sequence[Any]
+    messages: Sequence[Any] | None
     toolbox: Toolbox
     max_steps: int
     ledger: ClaimLedger | None
@@ -359,6 +400,8 @@ class _RunOptions:
     approvals: Mapping[str, Approval] | None
     error_message: ErrorMessage | None
     create_kwargs: dict[str, Any]
+    api: API = "chat"
+    input: Any = None
 
     @classmethod
     def of(cls, arguments: Mapping[str, Any]) -> _RunOptions:
@@ -378,9 +421,29 @@ class _Loop:
             raise ValueError("max_steps must be at least 1")
         if max_corrections < 0:
             raise ValueError("max_corrections must be >= 0")
-        for key in ("stream", "tools", "messages", "model"):
+        if options.api not in ("chat", "responses"):
+            raise ValueError(f'api must be "chat" or "responses", not {options.api!r}')
+        self.responses = options.api == "responses"
+        """The Responses API: the history is ``input`` items (see the module docs)."""
+        own = ("stream", "tools", "input", "messages", "model", "previous_response_id")
+        for key in own if self.responses else ("stream", "tools", "messages", "model", "input"):
             if key in create_kwargs:
                 raise TypeError(f"run() sets {key!r} itself; do not pass it")
+        if self.responses:
+            if messages is not None:
+                raise TypeError('run(api="responses") takes the history as input=, not messages=')
+            messages = (
+                [{"role": "user", "content": options.input}]
+                if isinstance(options.input, str)
+                else options.input
+            )
+            if not isinstance(messages, list | tuple):
+                try:
+                    messages = list(messages)
+                except TypeError:
+                    raise RequestError(validate_input(messages)) from None
+        elif options.input is not None:
+            raise TypeError('run() takes the history as messages=; input= is for api="responses"')
         if not isinstance(messages, list | tuple):
             try:
                 messages = list(messages)
@@ -390,7 +453,7 @@ class _Loop:
         self.box = toolbox
         self.model = options.model
         self.max_steps = max_steps
-        self.ledger = ledger if ledger is not None else Ledger()
+        self.ledger = ledger if ledger is not None else MemoryLedger()
         self.policy = retry if retry is not None else RetryPolicy()
         self.max_corrections = max_corrections
         self.eager = eager and any(t.eager for t in toolbox)
@@ -432,6 +495,15 @@ class _Loop:
         """The next request's keyword arguments, checked: :class:`~toolstitch.errors.RequestError`
         (before anything is sent) when ``validate_request`` finds an error in them."""
         kwargs = dict(self.create_kwargs)
+        if self.responses:
+            kwargs["input"] = list(self.history)
+            if self.definitions:
+                kwargs["tools"] = [_flat_tool(t) for t in self.definitions]
+            problems = validate_input(kwargs["input"])
+            if any(p.severity == "error" for p in problems):
+                raise RequestError(problems)
+            kwargs["stream"] = True
+            return kwargs
         kwargs["messages"] = list(self.history)
         if self.definitions:  # tools: [] is rejected (H16): omit the key instead
             kwargs["tools"] = self.definitions
@@ -502,9 +574,40 @@ class _Loop:
             ids = [i or (h if isinstance(h, str) else "") for i, h in zip(ids, carried, strict=True)]
         return ids
 
+    def adopt_items(self, items: list[dict[str, Any]], calls: Sequence[ToolCall]) -> list[str]:
+        """``adopt_message`` for the Responses API: a ``call_id`` an earlier item of the history
+        already carries gets a fresh one in the new ``function_call`` item (and so in its output);
+        returns each call's ``call_id`` as the history carries it."""
+        d = get_dialect("openai")
+        taken = {
+            data["call_id"]
+            for data in (_plain(i) for i in self.history)
+            if isinstance(data.get("call_id"), str)
+        }
+        renamed: dict[str, str] = {}
+        for item in items:
+            call_id = item.get("call_id")
+            if item.get("type") != "function_call" or not isinstance(call_id, str):
+                continue
+            if call_id in taken:
+                fresh = d.fresh_id(f"{call_id}:{len(self.history)}", taken)
+                logger.warning(
+                    "the provider reused call_id %r from an earlier turn; it is %r in the input",
+                    call_id,
+                    fresh,
+                )
+                item["call_id"] = renamed[call_id] = fresh
+            taken.add(item["call_id"])
+        self.renamed = renamed
+        return [renamed.get(c.id or "", c.id or "") for c in calls]
+
     def append_results(self, results: Sequence[ToolResult], keys: Sequence[str]) -> None:
         """The tool messages of ``results`` join the history, answering the ids it carries
         (``keys``, one per result)."""
+        if self.responses:
+            for r, key in zip(results, keys, strict=True):
+                self.history.append({"type": "function_call_output", "call_id": key, "output": r.content})
+            return
         for r, key in zip(results, keys, strict=True):
             try:
                 message = r.to_message(self.dialect)
@@ -533,8 +636,36 @@ class _Loop:
             return None
         return None
 
+    def _unanswered_items(self) -> list[dict[str, Any]]:
+        """The ``function_call`` items of a Responses history that no output answers (a run
+        resumed after a crash), in order."""
+        items = [_plain(i) for i in self.history]
+        answered = {i.get("call_id") for i in items if i.get("type") == "function_call_output"}
+        return [
+            i
+            for i in items
+            if i.get("type") == "function_call"
+            and isinstance(i.get("call_id"), str)
+            and i["call_id"]
+            and i["call_id"] not in answered
+        ]
+
     def pending(self) -> list[ToolCall] | None:
         """The unanswered calls of a trailing assistant message (a run resumed after a crash)."""
+        if self.responses:
+            todo_items = self._unanswered_items()
+            if not todo_items:
+                return None
+            return [
+                sealed_call(
+                    index=i,
+                    id=item["call_id"],
+                    name=item.get("name") if isinstance(item.get("name"), str) else None,
+                    arguments=item.get("arguments"),
+                    tools=self.definitions or None,
+                )
+                for i, item in enumerate(todo_items)
+            ]
         trailing = self._trailing()
         if trailing is None:
             return None
@@ -561,6 +692,8 @@ class _Loop:
         """The call ids the trailing assistant message carries more than once. Such a history is
         refused before anything of it runs: the ledger, the approvals and the tool messages all go
         by id, so two calls under one id cannot be told apart (and no server accepts it: H06)."""
+        if self.responses:
+            return duplicate_ids(i["call_id"] for i in self._unanswered_items())
         trailing = self._trailing()
         if trailing is None:
             return []
@@ -614,6 +747,10 @@ class _Loop:
             )
             if problems:
                 raise ApprovalError(problems)
+        if duplicates and self.responses:
+            r04 = [p for p in validate_input(self.history) if p.rule == "R04"]
+            said = f"call_id {duplicates[0]!r} appears twice in the input; nothing of it was run"
+            raise RequestError(r04 or [HistoryProblem(None, "R04", "error", said)])
         if duplicates:
             h06 = [p for p in validate_history(self.history, dialect=self.dialect) if p.rule == "H06"]
             said = f"id {duplicates[0]!r} appears twice in one tool_calls list; nothing of it was run"
@@ -817,10 +954,16 @@ class _Turn:
         timings.streaming = self.t_end - self.t_request
         completion = self.completion
         loop.completion = completion
-        message = assistant_message(completion, dialect=loop.dialect)
         self.calls = acc.tool_calls
-        self.keys = loop.adopt_message(message, self.calls)
-        loop.history.append(message)
+        if loop.responses:
+            items = response_items(completion)
+            self.keys = loop.adopt_items(items, self.calls)
+            loop.history.extend(items)
+            message: dict[str, Any] = {"items": items}
+        else:
+            message = assistant_message(completion, dialect=loop.dialect)
+            self.keys = loop.adopt_message(message, self.calls)
+            loop.history.append(message)
         loop.emit(ResponseReceived(self.index, completion, message))
         if self.calls:
             return None
@@ -891,6 +1034,14 @@ def _plain(value: Any) -> dict[str, Any]:
     return {}
 
 
+def _flat_tool(definition: Mapping[str, Any]) -> dict[str, Any]:
+    """A toolbox definition (the Chat Completions shape) in the Responses API's flat shape."""
+    function = definition.get("function")
+    if definition.get("type") != "function" or not isinstance(function, Mapping):
+        return dict(definition)
+    return {"type": "function", **function}
+
+
 def _items(value: Any) -> list[Any]:
     """A list field of a history entry (``tool_calls``), or ``[]`` when it is not a list."""
     return list(value) if isinstance(value, list | tuple) else []
@@ -912,7 +1063,7 @@ def run(
     client: Any,
     *,
     model: str,
-    messages: Sequence[Any],
+    messages: Sequence[Any] | None = None,
     toolbox: Toolbox,
     max_steps: int = 8,
     ledger: ClaimLedger | None = None,
@@ -924,11 +1075,13 @@ def run(
     dialect: str | Dialect = "openai",
     approvals: Mapping[str, Approval] | None = None,
     error_message: ErrorMessage | None = None,
+    api: API = "chat",
+    input: Any = None,
     **create_kwargs: Any,
 ) -> RunResult:
     """Run the tool loop with a sync client (``openai.OpenAI`` or a ``ts.wrap``-ped one).
 
-    ``ledger`` defaults to a fresh in-memory :class:`~toolstitch.Ledger`; pass a
+    ``ledger`` defaults to a fresh in-memory :class:`~toolstitch.MemoryLedger`; pass a
     :class:`~toolstitch.SQLiteLedger` for runs that must survive a restart. ``retry`` defaults to
     ``RetryPolicy()``. ``on_event`` receives :data:`RunEvent` objects in order (latency breakdowns
     included): step boundaries, every event of each step's stream as a :class:`StreamEvent` (text,
@@ -944,6 +1097,11 @@ def run(
     left awaiting approval (``stop_reason == "awaiting_approval"``); pass the same ``ledger``. It is
     checked before anything runs (:class:`~toolstitch.errors.ApprovalError`). ``error_message(call,
     exc) -> str`` overrides the toolbox's hook: what the model reads when a tool raises.
+
+    ``api="responses"`` runs the same loop over the Responses API (``client.responses.create``),
+    statelessly, with the history as ``input=[...]`` (a string is one user message) instead of
+    ``messages``: see the module docs. ``result.input`` is then the history to store and
+    ``result.output_text`` the answer.
     """
     options = _RunOptions.of(locals())
     wrapped = _wrapped(client, want_async=False)
@@ -975,11 +1133,15 @@ def _step(loop: _Loop, wrapped: Any, model: str, index: int) -> StopReason | Non
         with attempt:
             turn.attempt_started()
             try:
-                turn.stream = stream = wrapped.chat.completions.create(model=model, **turn.request)
+                create = wrapped.responses.create if loop.responses else wrapped.chat.completions.create
+                turn.stream = stream = create(model=model, **turn.request)
                 with stream, turn.reading():
                     for event in stream.events():
                         turn.streamed(event, start_early)
-                    turn.completion = stream.get_final_completion()
+                    if loop.responses:
+                        turn.completion = stream.get_final_response()
+                    else:
+                        turn.completion = stream.get_final_completion()
             except BaseException as exc:
                 turn.attempt_failed(exc)
                 raise
@@ -1031,14 +1193,18 @@ async def _astep(loop: _Loop, wrapped: Any, model: str, index: int) -> StopReaso
         with attempt:
             turn.attempt_started()
             try:
-                turn.stream = stream = await wrapped.chat.completions.create(model=model, **turn.request)
+                create = wrapped.responses.create if loop.responses else wrapped.chat.completions.create
+                turn.stream = stream = await create(model=model, **turn.request)
                 async with stream:
                     with turn.reading():
                         async for event in stream.events():
                             turn.streamed(event, astart_early)
                             if loop.pace is not None:
                                 await loop.pace()
-                    turn.completion = await stream.get_final_completion()
+                    if loop.responses:
+                        turn.completion = await stream.get_final_response()
+                    else:
+                        turn.completion = await stream.get_final_completion()
             except BaseException as exc:
                 turn.attempt_failed(exc)
                 raise
