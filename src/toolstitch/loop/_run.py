@@ -446,7 +446,7 @@ class _Loop:
             raise TypeError('run() takes the history as messages=; input= is for api="responses"')
         if not isinstance(messages, list | tuple):
             try:
-                messages = list(messages)
+                messages = list(messages)  # type: ignore[arg-type]  # None is refused just below
             except TypeError:  # None, a number...: say so as validate_request does
                 raise RequestError(validate_request(messages=messages)) from None
         self.history: list[Any] = list(messages)
