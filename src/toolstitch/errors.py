@@ -17,6 +17,7 @@ The hierarchy::
     │   ├── LedgerUnavailableError       a ledger's database could not be reached or used (nothing ran)
     │   ├── ToolError                    raised by a tool on purpose: its text reaches the model verbatim
     │   ├── ApprovalError (also ValueError)          run(approvals=...) named no call awaiting approval
+    │   ├── UnsafeToolCallError (also openai.APIError)  guard=True: a choice finished with a call not ready
     │   └── ToolCallError                why a call is ``invalid``/``incomplete`` (``call.error``)
     │       ├── MalformedArguments       not valid JSON
     │       ├── ArgumentsNotAnObject     valid JSON, not an object
@@ -35,9 +36,10 @@ The hierarchy::
         └── FastDecodeWarning            decode="fast" kept the SDK's decoding on this openai release
 
 Errors *raised* to the caller are :class:`IncompleteStreamError`, :class:`HistoryError`,
-:class:`CallNotReadyError`, :class:`UnusableMessageError`, :class:`RecordingFormatError` and
-:class:`ApprovalError`. :class:`ToolError` goes the other way: a tool raises it, toolstitch catches it.
-The :class:`ToolCallError` family is
+:class:`CallNotReadyError`, :class:`UnusableMessageError`, :class:`RecordingFormatError`,
+:class:`ApprovalError` and, from a stream guarded on request, :class:`UnsafeToolCallError`.
+:class:`ToolError` goes the other way: a tool raises it, toolstitch catches it. The
+:class:`ToolCallError` family is
 *recorded* on a call (``call.error``): they are exceptions so a user can ``raise call.error`` in their
 own loop, but toolstitch never raises them into the user's iteration, since a bad call must not stop
 the stream. Every call error keeps ``raw``: the argument text as received (or a bounded sample of it),
@@ -49,6 +51,8 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
+
+import openai
 
 if TYPE_CHECKING:
     from .core._call import ToolCall
@@ -82,6 +86,7 @@ __all__ = [
     "ToolError",
     "ToolstitchError",
     "UnknownTool",
+    "UnsafeToolCallError",
     "UnstitchedStreamWarning",
     "UnusableMessageError",
 ]
@@ -322,6 +327,47 @@ class ApprovalError(ToolstitchError, ValueError):
         self.problems = list(problems)
         lines = "\n".join(f"  {p}" for p in self.problems)
         super().__init__(f"approvals refused, nothing was run: {len(self.problems)} problem(s)\n{lines}")
+
+
+class UnsafeToolCallError(ToolstitchError, openai.APIError):
+    """A guarded stream (``ts.wrap(client, guard=True)``, ``ts.stitch(..., guard=True)``) refused to
+    go on: a choice finished, or the stream ended, holding a tool call that is not ``ready``.
+
+    Raised by the stream in place of the chunk that finished the choice, so code that decides on its
+    own what to execute (a framework) never sees that choice finish and runs none of its calls. It is
+    an ``openai.APIError`` (``body`` holds ``type: "toolstitch_guard"`` and ``code:
+    "unsafe_tool_call"``; ``request`` is the stream's HTTP request, None for ``ts.stitch`` sources), so
+    a framework's own error handling and retries treat it as an error of the API call.
+
+    ``tool_calls`` are the calls that are not ready (each with its ``status``, ``error`` and raw
+    ``arguments``: the why); ``choice`` the choice that finished (None: the end of the stream).
+    """
+
+    def __init__(
+        self, message: str, *, tool_calls: Sequence[ToolCall], choice: int | None, request: Any = None
+    ) -> None:
+        body = {"message": message, "type": "toolstitch_guard", "code": "unsafe_tool_call"}
+        openai.APIError.__init__(self, message, request, body=body)
+        self.tool_calls = list(tool_calls)
+        self.choice = choice
+
+    @classmethod
+    def of(cls, calls: Sequence[ToolCall], choice: int | None, *, request: Any = None) -> UnsafeToolCallError:
+        """The error for ``calls`` (not ready) of ``choice``, its message naming each and why."""
+        where = "the stream ended" if choice is None else f"choice {choice} finished"
+        shown = []
+        for call in calls[:5]:
+            why = f"{type(call.error).__name__}: {call.error}" if call.error is not None else "no reason"
+            if len(why) > 300:
+                why = why[:300] + "…"
+            shown.append(f"{call.name or '<no name>'} ({call.id or 'no id'}) is {call.status}: {why}")
+        if len(calls) > 5:
+            shown.append(f"and {len(calls) - 5} more")
+        message = (
+            f"toolstitch guard: {where} with {len(calls)} tool call(s) that are not ready, so none of "
+            f"its calls may run; " + "; ".join(shown)
+        )
+        return cls(message, tool_calls=calls, choice=choice, request=request)
 
 
 class RecordedError(ToolstitchError):

@@ -6,13 +6,16 @@ patches ``request`` through the wrapper does not make the SDK's own requests war
 from __future__ import annotations
 
 import functools
+import json
 import warnings
 from collections.abc import Iterator
 from typing import Any
 
 import openai
 import pytest
+from openai._legacy_response import LegacyAPIResponse
 from openai._models import FinalRequestOptions
+from openai._response import APIResponse
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 import toolstitch as ts
@@ -108,25 +111,51 @@ def test_the_body_is_the_contract_with_extra_json_over_it(server: LocalServer) -
     assert [c.status for c in stream.tool_calls] == ["invalid", "invalid"]
 
 
+@pytest.mark.parametrize("header", ["true", "stream"])  # with_raw_response's, with_streaming_response's
 @pytest.mark.parametrize("call", ["post", "request"])
-def test_a_raw_streamed_response_warns_once_and_is_passed_on(server: LocalServer, call: str) -> None:
-    server.enqueue(StreamScript(seed_stream()), StreamScript(seed_stream()))
+def test_a_raw_streamed_response_is_the_sdks_and_its_parse_is_stitched(
+    server: LocalServer, call: str, header: str
+) -> None:
+    # LiteLLM's client= path posts so: a raw response asked for by header, then parse().
+    server.enqueue(StreamScript(seed_stream()))
     client = ts.wrap(server.client())
-
-    def send() -> Any:
-        if call == "post":
-            return client.post("/chat/completions", body=BODY, options=RAW, cast_to=ChatCompletion, **STREAM)
-        return client.request(ChatCompletion, final_options(BODY, headers=RAW["headers"]), **STREAM)
-
-    with pytest.warns(UnstitchedStreamWarning, match="not an openai.Stream") as caught:
-        raw = send()
-    assert caught[0].filename == __file__  # the warning points at the caller's line
-    stream = raw.parse()
-    assert not isinstance(stream, ts.StitchedStream)
-    stream.close()
+    raw_header = {"headers": {"X-Stainless-Raw-Response": header}}
     with warnings.catch_warnings():
-        warnings.simplefilter("error", UnstitchedStreamWarning)  # once per client and call
-        send().parse().close()
+        warnings.simplefilter("error", UnstitchedStreamWarning)
+        if call == "post":
+            raw = client.post(
+                "/chat/completions", body=BODY, options=raw_header, cast_to=ChatCompletion, **STREAM
+            )
+        else:
+            raw = client.request(ChatCompletion, final_options(BODY, **raw_header), **STREAM)
+        assert isinstance(raw, LegacyAPIResponse if header == "true" else APIResponse)
+        assert raw.headers["content-type"].startswith("text/event-stream")
+        stream = raw.parse()
+        assert raw.parse() is stream  # parsed once, as the SDK caches its own parse
+    assert isinstance(stream, ts.StitchedStream)
+    final = stream.get_final_completion().choices[0].message.tool_calls or []
+    assert [json.loads(c.function.arguments) for c in final] == EXPECTED  # type: ignore[union-attr]
+    assert [c.parsed for c in stream.tool_calls] == EXPECTED
+    assert [c.status for c in stream.tool_calls] == ["ready", "ready"]
+
+
+@pytest.mark.parametrize("call", ["post", "request"])
+async def test_an_async_raw_streamed_response_s_parse_is_stitched(server: LocalServer, call: str) -> None:
+    server.enqueue(StreamScript(seed_stream()))
+    client = ts.wrap(server.async_client())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UnstitchedStreamWarning)
+        if call == "post":
+            raw = await client.post(
+                "/chat/completions", body=BODY, options=RAW, cast_to=ChatCompletion, **ASTREAM
+            )
+        else:
+            raw = await client.request(ChatCompletion, final_options(BODY, **RAW), **ASTREAM)
+        assert isinstance(raw, LegacyAPIResponse)
+        stream = raw.parse()  # LegacyAPIResponse.parse is sync, also for an async client
+    assert isinstance(stream, ts.AsyncStitchedStream)
+    await stream.get_final_completion()
+    assert [c.parsed for c in stream.tool_calls] == EXPECTED
 
 
 async def test_an_async_body_that_cannot_be_read_warns_and_is_passed_on(server: LocalServer) -> None:

@@ -46,8 +46,23 @@ def foreign(data: Any) -> Any:
     return data
 
 
+class ExtrasChunk(openai.BaseModel):
+    """A subclass of the SDK's ``BaseModel`` holding every field among pydantic's extras, as LiteLLM's
+    chunk classes hold ``index``, ``delta``, ``content`` and ``tool_calls`` (the real ones are tried
+    in interop/test_litellm.py)."""
+
+
+def in_extras(data: Any) -> Any:
+    if isinstance(data, dict):
+        return ExtrasChunk(**{k: in_extras(v) for k, v in data.items()})
+    if isinstance(data, list):
+        return [in_extras(v) for v in data]
+    return data
+
+
 SOURCES = {
     "dicts": lambda: seed_stream(),
+    "openai models with fields in extras": lambda: [in_extras(c) for c in seed_stream()],
     "sdk objects": lambda: [ChatCompletionChunk.model_validate(c) for c in seed_stream()],
     "foreign models": lambda: [foreign(c) for c in seed_stream()],
     "generator": lambda: (c for c in seed_stream()),
@@ -93,6 +108,42 @@ async def test_stitch_of_an_async_iterable_is_the_async_stream() -> None:
     completion = await stream.get_final_completion()
     assert completion.choices[0].finish_reason == "tool_calls"
     assert [c.parsed for c in stream.tool_calls] == EXPECTED
+
+
+class BothWays:
+    """A source with ``__iter__`` and ``__aiter__``, as LiteLLM's ``CustomStreamWrapper`` (the same
+    class from ``completion`` and from ``acompletion``)."""
+
+    def __init__(self, chunks: list[Any]) -> None:
+        self.chunks = chunks
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.chunks)
+
+    async def _aiter(self) -> AsyncIterator[Any]:
+        for c in self.chunks:
+            yield c
+
+    def __aiter__(self) -> AsyncIterator[Any]:
+        return self._aiter()
+
+
+def test_a_source_read_both_ways_is_read_with_for_outside_an_event_loop() -> None:
+    stream = ts.stitch(BothWays(seed_stream()), tools=TOOLS)
+    assert isinstance(stream, ts.StitchedStream)
+    assert len(list(stream)) == len(seed_stream())
+    assert [c.parsed for c in stream.tool_calls] == EXPECTED
+
+
+async def test_a_source_read_both_ways_is_read_with_async_for_inside_an_event_loop() -> None:
+    stream = ts.stitch(BothWays(seed_stream()), tools=TOOLS)
+    assert isinstance(stream, ts.AsyncStitchedStream)
+    await stream.get_final_completion()
+    assert [c.parsed for c in stream.tool_calls] == EXPECTED
+    # a generator over it chooses the other way
+    sync = ts.stitch((c for c in BothWays(seed_stream())), tools=TOOLS)
+    assert isinstance(sync, ts.StitchedStream)
+    assert [c.parsed for c in sync.until_done().tool_calls] == EXPECTED
 
 
 def test_closing_the_stream_closes_the_source_and_leaves_calls_incomplete() -> None:

@@ -14,8 +14,9 @@ mapping or JSON text (``content=b"{...}"``, or a bytes ``body``). Every path the
 the endpoint counts, however it is spelled (``/chat/completions/.``, ``chat//completions``,
 ``chat/%63ompletions``, a full URL, a query string: see :func:`_is_chat`). What cannot be stitched is
 passed on with one ``UnstitchedStreamWarning`` per client and call: a body that cannot be read (a
-file or an iterator of bytes, text that is not one JSON object), or a result that is not an
-``openai.Stream`` (a raw response asked for by header). Streams of other endpoints are left alone,
+file or an iterator of bytes, text that is not one JSON object), or a result that is neither an
+``openai.Stream`` nor a raw response. A raw response asked for by header (LiteLLM's ``client=``
+path posts so) is the SDK's, whose ``parse()`` is stitched. Streams of other endpoints are left alone,
 as their resources are (``responses``, ``completions``: toolstitch stitches chat completions), and so
 is every call that does not stream.
 

@@ -6,7 +6,14 @@ shape, such as LiteLLM's, whose fields may sit among their extras, or plain dict
 :class:`StitchedStream` (an async iterable: the same
 :class:`AsyncStitchedStream`) that ``wrap`` returns, with the same API: iterate for the chunks,
 unchanged, or ``events()``; ``tool_calls``, ``get_final_completion()``, ``record()``, a context
-manager that closes the source.
+manager that closes the source. The core reads each chunk as it is (a dict or any pydantic model,
+extras included): nothing is reshaped here.
+
+A source that can be iterated both ways (LiteLLM's ``CustomStreamWrapper``: the same class comes
+back from ``completion(stream=True)``, whose chunks only a ``for`` reads, and from ``await
+acompletion(stream=True)``, whose chunks only an ``async for`` reads) is read the way the code
+around the call runs: asynchronously inside a running event loop (a coroutine), synchronously
+otherwise. Pass a generator over it (``(c for c in source)``) to choose the other way.
 
 The request is the contract (rule 10), so pass what the request sent: ``tools`` (when omitted,
 names and arguments are not checked against any schema; an empty list offers none, so every call is
@@ -18,6 +25,7 @@ neither a string nor an object) refuses every call.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterable, Iterable, Mapping
 from typing import Any, Literal, overload
 
@@ -27,7 +35,6 @@ from ..core._call import now
 from ..core._limits import Limits
 from ..recording._contract import given_contract
 from ._fast import Decode, stream_from_bytes
-from ._shape import plain_chunk
 from ._stream import AsyncStitchedStream, StitchedStream
 
 __all__ = ["stitch"]
@@ -45,6 +52,7 @@ def stitch(
     empty_arguments: Literal["invalid", "object"] = "invalid",
     recover_text_tool_calls: bool = False,
     decode: Decode | None = None,
+    guard: bool = False,
 ) -> AsyncStitchedStream: ...
 @overload
 def stitch(
@@ -58,6 +66,7 @@ def stitch(
     empty_arguments: Literal["invalid", "object"] = "invalid",
     recover_text_tool_calls: bool = False,
     decode: Decode | None = None,
+    guard: bool = False,
 ) -> StitchedStream: ...
 
 
@@ -72,6 +81,7 @@ def stitch(
     empty_arguments: Literal["invalid", "object"] = "invalid",
     recover_text_tool_calls: bool = False,
     decode: Decode | None = None,
+    guard: bool = False,
 ) -> StitchedStream | AsyncStitchedStream:
     """Stitch any iterable (or async iterable) of chunks into a :class:`StitchedStream`
     (:class:`AsyncStitchedStream`), the stream object ``wrap`` returns.
@@ -83,6 +93,9 @@ def stitch(
     cannot be read becomes an anomaly, and the calls it touched become ``invalid``. What the
     source itself raises reaches the caller unchanged, after open calls became ``incomplete``.
     Call ``stream.record(path)`` before iterating to record it.
+
+    ``guard=True`` raises :class:`~toolstitch.errors.UnsafeToolCallError` in place of a chunk that
+    finishes a choice holding a call that is not ``ready`` (as ``wrap(client, guard=True)``).
 
     ``decode="fast"`` (or ``"sdk"``) reads ``chunks`` as the raw bytes of a streamed response body
     (an iterable or async iterable of ``bytes``, such as ``httpx``'s ``iter_bytes()``), decoded
@@ -113,8 +126,21 @@ def stitch(
         started_at=started,
         recover_text_tool_calls=recover_text_tool_calls,
     )
-    if hasattr(type(chunks), "__aiter__"):
-        return AsyncStitchedStream(chunks, accumulator, request=request, prepare=plain_chunk)
-    if hasattr(type(chunks), "__iter__"):
-        return StitchedStream(chunks, accumulator, request=request, prepare=plain_chunk)
+    kind = type(chunks)
+    reads_async, reads_sync = hasattr(kind, "__aiter__"), hasattr(kind, "__iter__")
+    if reads_async and reads_sync:  # both ways: the way the code around this call runs
+        reads_async = _in_event_loop()
+    if reads_async:
+        return AsyncStitchedStream(chunks, accumulator, request=request, guard=guard)
+    if reads_sync:
+        return StitchedStream(chunks, accumulator, request=request, guard=guard)
     raise TypeError(f"stitch() takes an iterable or async iterable of chunks, got {type(chunks).__name__}")
+
+
+def _in_event_loop() -> bool:
+    """Whether this runs inside a running asyncio event loop (a coroutine, or what it calls)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True

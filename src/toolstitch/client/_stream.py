@@ -20,14 +20,21 @@ the same.
 
 An optional recorder (see ``_recording``) sees each chunk before the caller does and the end of the
 stream once; it is off by default, and it never raises into the iteration.
+
+``guard=True`` (``wrap(client, guard=True)``, ``stitch(..., guard=True)``) is for code that decides
+on its own what to execute (a framework): every chunk still passes through unchanged, until a chunk
+finishes a choice that holds a call that is not ``ready``. That chunk is not yielded: the source is
+closed (the calls still open become ``incomplete``) and :class:`~toolstitch.errors.UnsafeToolCallError`
+(an ``openai.APIError``) is raised in its place, carrying those calls; the same error ends a stream
+whose input ended with such a call (no ``finish_reason`` came, or a call opened after it). So the code
+reading the stream never sees the finish of a choice whose calls did not arrive whole and valid.
 """
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 import os
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import IO, Any, Protocol
 
@@ -38,7 +45,8 @@ from typing_extensions import Self
 from ..core._accumulator import Accumulator
 from ..core._anomaly import Anomaly
 from ..core._call import ToolCall
-from ..core._events import Event
+from ..core._events import ChoiceFinished, Event
+from ..errors import UnsafeToolCallError
 from ..recording._recorder import Recorder, Redact
 from ._transport import as_sdk_error
 
@@ -70,12 +78,12 @@ class _Base:
         *,
         recorder: StreamRecorder | None = None,
         request: Mapping[str, Any] | None = None,
-        prepare: Callable[[Any], Any] | None = None,
+        guard: bool = False,
     ) -> None:
         self._sdk_stream = sdk_stream
-        self._prepare = prepare
-        """What the core is given for each chunk, when it is not the chunk itself (``stitch``
-        shapes foreign models); the caller and the recorder always get the chunk as it came."""
+        self.guard = bool(guard)
+        """Raise :class:`~toolstitch.errors.UnsafeToolCallError` in place of a chunk that finishes a
+        choice holding a call that is not ``ready`` (see the module docstring)."""
         self.accumulator = accumulator
         """The sans-I/O core fed by this stream."""
         self.recorder = recorder
@@ -89,9 +97,10 @@ class _Base:
         self._decoder: Any = getattr(sdk_stream, "_decoder", None)
         self._pending: Sequence[Event] = _NO_EVENTS
         self._events_wanted = False
-        self._plain = recorder is None and prepare is None
-        """Nothing but the core takes each chunk, and no events are wanted: the iteration feeds the
-        core's quiet entry directly (one call less per chunk). Cleared by ``record`` and ``events``."""
+        self._plain = recorder is None and not self.guard
+        """Nothing but the core takes each chunk, no events are wanted and no guard watches: the
+        iteration feeds the core's quiet entry directly (one call less per chunk). Cleared by
+        ``record`` and ``events``."""
         """Set by ``events()``: from then on each chunk's events are built and handed out."""
         """The events of the last chunk fed (read by ``events()``; chunk iteration ignores them)."""
         self._ending: Sequence[Event] = _NO_EVENTS
@@ -102,18 +111,35 @@ class _Base:
     def _iterate(self) -> Any:
         raise NotImplementedError  # each twin iterates its source its own way (for / async for)
 
-    def _take(self, chunk: Any) -> None:
-        """One chunk of the source, in both twins: the recorder sees it first, then the core."""
+    def _take(self, chunk: Any) -> UnsafeToolCallError | None:
+        """One chunk of the source, in both twins: the recorder sees it first, then the core; with
+        the guard on, the refusal of a choice this chunk finished with a call that is not ready."""
         if self.recorder is not None:
             self.recorder.on_chunk(chunk)
-        if self._prepare is not None:
-            # fail closed: when shaping fails, the core reads the chunk as it came, or refuses it
-            with contextlib.suppress(Exception):
-                chunk = self._prepare(chunk)
-        if self._events_wanted:
+        if self._events_wanted or self.guard:
             self._pending = self.accumulator.feed(chunk)
         else:  # nobody reads the events: the core's entry that builds none (same state, metrics)
             self.accumulator.feed(chunk, events=False)
+            return None
+        if self.guard:
+            for event in self._pending:
+                if type(event) is ChoiceFinished:
+                    refused = self._refusal(self.accumulator.calls(event.choice), event.choice)
+                    if refused is not None:
+                        return refused
+        return None
+
+    def _refusal(self, calls: list[ToolCall], choice: int | None) -> UnsafeToolCallError | None:
+        """The guard's error when one of ``calls`` (those of the ``choice`` that just finished, or
+        every call at the end of the input: ``choice`` None) is not ``ready``; else None."""
+        unsafe = [call for call in calls if call.status != "ready"]
+        if not unsafe:
+            return None
+        try:  # the HTTP request of the SDK's stream, for the APIError; none for stitch()'s sources
+            request = self.response.request if self.response is not None else None
+        except Exception:
+            request = None
+        return UnsafeToolCallError.of(unsafe, choice, request=request)
 
     def record(self, target: str | os.PathLike[str] | IO[str], *, redact: Redact = False) -> Recorder:
         """Record this stream to ``target`` (a path, or an open text file) as JSONL.
@@ -180,13 +206,16 @@ class StitchedStream(_Base, openai.Stream[ChatCompletionChunk]):
 
     def _iterate(self) -> Generator[ChatCompletionChunk, None, None]:
         # The twins differ only in ``for``; what happens to a chunk is ``_take``, shared.
+        refused = None
         try:
             feed = self.accumulator.feed
             for chunk in self._sdk_stream:
                 if self._plain:
                     feed(chunk, events=False)
                 else:
-                    self._take(chunk)
+                    refused = self._take(chunk)
+                    if refused is not None:
+                        break  # the guard: this chunk is not yielded
                 yield chunk
         except BaseException as exc:
             error = as_sdk_error(exc, self._sdk_stream)  # a transport error as the SDK's own
@@ -194,7 +223,19 @@ class StitchedStream(_Base, openai.Stream[ChatCompletionChunk]):
             if error is exc:
                 raise
             raise error from exc
+        if refused is not None:
+            close = getattr(self._sdk_stream, "close", None)
+            try:
+                if callable(close):
+                    close()
+            finally:
+                self._input_over(GeneratorExit())  # closed by the guard: open calls incomplete
+            raise refused
         self._input_over(None)
+        if self.guard:
+            refused = self._refusal(self.accumulator.calls(), None)
+            if refused is not None:
+                raise refused
 
     def __iter__(self) -> Iterator[ChatCompletionChunk]:
         return self._iterator
@@ -266,13 +307,16 @@ class AsyncStitchedStream(_Base, openai.AsyncStream[ChatCompletionChunk]):
 
     async def _iterate(self) -> AsyncGenerator[ChatCompletionChunk, None]:
         # The twins differ only in ``async for``; what happens to a chunk is ``_take``, shared.
+        refused = None
         try:
             feed = self.accumulator.feed
             async for chunk in self._sdk_stream:
                 if self._plain:
                     feed(chunk, events=False)
                 else:
-                    self._take(chunk)
+                    refused = self._take(chunk)
+                    if refused is not None:
+                        break  # the guard: this chunk is not yielded
                 yield chunk
         except BaseException as exc:
             error = as_sdk_error(exc, self._sdk_stream)  # a transport error as the SDK's own
@@ -280,7 +324,17 @@ class AsyncStitchedStream(_Base, openai.AsyncStream[ChatCompletionChunk]):
             if error is exc:
                 raise
             raise error from exc
+        if refused is not None:
+            try:
+                await self._close_source()
+            finally:
+                self._input_over(GeneratorExit())  # closed by the guard: open calls incomplete
+            raise refused
         self._input_over(None)
+        if self.guard:
+            refused = self._refusal(self.accumulator.calls(), None)
+            if refused is not None:
+                raise refused
 
     def __aiter__(self) -> AsyncIterator[ChatCompletionChunk]:
         # openai.AsyncStream declares ``async def __aiter__`` (an async generator); the iterator
@@ -320,6 +374,10 @@ class AsyncStitchedStream(_Base, openai.AsyncStream[ChatCompletionChunk]):
     async def close(self) -> None:
         """Close the HTTP response. Calls not yet sealed become ``incomplete``."""
         await self._iterator.aclose()
+        await self._close_source()
+        self._input_over(GeneratorExit())
+
+    async def _close_source(self) -> None:
         source = self._sdk_stream
         close = getattr(source, "aclose", None) if not isinstance(source, openai.AsyncStream) else None
         close = close or getattr(source, "close", None)
@@ -327,7 +385,6 @@ class AsyncStitchedStream(_Base, openai.AsyncStream[ChatCompletionChunk]):
             done = close()
             if inspect.isawaitable(done):
                 await done
-        self._input_over(GeneratorExit())
 
     async def until_done(self) -> Self:
         """Consume the rest of the stream (chunks are still fed to the accumulator)."""

@@ -52,6 +52,7 @@ if TYPE_CHECKING:
         redact: Redact
         recover_text_tool_calls: bool
         decode: Literal["sdk", "fast"]
+        guard: bool
 
     # Sync and async twins, as in the SDK: a type checker needs each spelled out (``async def``
     # and the awaited stream type differ), so they repeat by shape.

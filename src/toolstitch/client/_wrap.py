@@ -52,6 +52,8 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 import openai
 from openai import AsyncOpenAI, OpenAI
+from openai._legacy_response import LegacyAPIResponse
+from openai._response import BaseAPIResponse
 
 if TYPE_CHECKING:
     from openai import AsyncAzureOpenAI, AzureOpenAI
@@ -96,6 +98,7 @@ class _Options:
         "_warned",
         "decode",
         "empty_arguments",
+        "guard",
         "is_async",
         "limits",
         "record",
@@ -113,11 +116,15 @@ class _Options:
         *,
         is_async: bool = False,
         decode: Decode = "fast",
+        guard: bool = False,
     ) -> None:
         if decode not in ("sdk", "fast"):
             raise ValueError(f'decode must be "sdk" or "fast", not {decode!r}')
         self.decode: Decode = decode
         """``"fast"``: streams build their chunks with pydantic-core (see ``_fast``)."""
+        self.guard = bool(guard)
+        """Streams raise ``UnsafeToolCallError`` in place of the finish of a choice holding a call
+        that is not ready (see ``_stream``)."""
         self.is_async = is_async
         """The client is an ``AsyncOpenAI``: its ``create`` methods are awaited."""
         self._warned: set[str] = set()
@@ -133,7 +140,7 @@ class _Options:
     ) -> _Stream:
         """The stitched stream over ``sdk_stream``, with an accumulator that knows ``request``'s
         contract, recorded to a new file when ``wrap(record=...)`` asked for it."""
-        stream = cls(sdk_stream, self.accumulator(request, started), request=request)
+        stream = cls(sdk_stream, self.accumulator(request, started), request=request, guard=self.guard)
         if self.decode == "fast":
             # Before the first chunk is read, on the SDK's stream itself (inside an instrumentation's
             # proxy, too); the stitched stream keeps the real client.
@@ -144,9 +151,13 @@ class _Options:
 
     def stitched(self, sdk_result: Any, request: Mapping[str, Any], started: float, path: str) -> Any:
         """The stitched stream over the SDK's ``sdk_result`` when it is an ``openai.Stream`` or
-        ``openai.AsyncStream``; anything else is returned as it is, with one warning per path."""
-        if isinstance(sdk_result, StitchedStream | AsyncStitchedStream):
+        ``openai.AsyncStream``; the SDK's raw response, whose ``parse()`` is stitched, when the
+        request asked for one by header (LiteLLM's ``client=`` path posts so); anything else is
+        returned as it is, with one warning per path."""
+        if isinstance(sdk_result, StitchedStream | AsyncStitchedStream | RawResponse):
             return sdk_result  # already stitched (a client wrapped below the SDK's own methods)
+        if isinstance(sdk_result, _RAW_RESPONSES):
+            return RawResponse(sdk_result, self, dict(request), started, path)
         # An instrumentation's proxy of the SDK's stream (OpenTelemetry's openai-v2 returns one)
         # is stitched over the proxy, so that the proxy still sees every chunk and its close.
         inner = proxied_stream(sdk_result)
@@ -181,6 +192,11 @@ class _Options:
             started_at=started_at,
             recover_text_tool_calls=self.recover_text_tool_calls,
         )
+
+
+#: The SDK's raw responses: what a streamed request returns when it asks for one by header
+#: (``X-Stainless-Raw-Response``), as ``with_raw_response`` and ``with_streaming_response`` do.
+_RAW_RESPONSES = (LegacyAPIResponse, BaseAPIResponse)
 
 
 def _read_request(kwargs: dict[str, Any]) -> tuple[dict[str, Any], float]:
@@ -552,6 +568,7 @@ def wrap(
     redact: Redact = False,
     recover_text_tool_calls: bool = False,
     decode: Decode = "fast",
+    guard: bool = False,
 ) -> Any:
     """Return a drop-in proxy of ``client`` whose streamed chat completions stitch tool calls.
 
@@ -575,6 +592,12 @@ def wrap(
     fast builder cannot prove equal is built by the SDK, and an ``openai`` release that fails the
     self-check keeps the SDK's decoding (one ``FastDecodeWarning``). ``decode="sdk"`` keeps the
     SDK's own decoding.
+
+    ``guard=True`` is for code that decides on its own which calls to execute (a framework given
+    the wrapped client): every chunk still passes through unchanged until a chunk finishes a choice
+    holding a call that is not ``ready``; in its place the stream raises
+    :class:`~toolstitch.errors.UnsafeToolCallError`, an ``openai.APIError`` carrying those calls, so
+    that code never sees the choice finish and runs none of its calls. Off by default.
     """
     if isinstance(client, WrappedClient):
         defaults = (
@@ -584,6 +607,7 @@ def wrap(
             and redact is False
             and not recover_text_tool_calls
             and decode == "fast"
+            and not guard
         )
         if defaults:
             return client  # wrapping twice changes nothing
@@ -601,5 +625,6 @@ def wrap(
         recover_text_tool_calls,
         is_async=isinstance(client, AsyncOpenAI),
         decode=decode,
+        guard=guard,
     )
     return WrappedClient._of(client, opts)
