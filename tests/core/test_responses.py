@@ -295,17 +295,66 @@ def test_an_output_item_done_without_added_opens_the_call_whole() -> None:
 # --------------------------------------------------------------------------- not completed
 
 
-@pytest.mark.parametrize("status", ["incomplete", "in_progress", None])
-def test_output_item_done_with_another_status_leaves_the_call_incomplete(status: str | None) -> None:
+@pytest.mark.parametrize("status", ["incomplete", "in_progress", "", "COMPLETED", 1])
+def test_output_item_done_with_another_status_leaves_the_call_incomplete(status: Any) -> None:
     events = response_events(CALLS)
-    item = find(events, "response.output_item.done", 0)["item"]
-    if status is None:
-        del item["status"]
-    else:
-        item["status"] = status
+    find(events, "response.output_item.done", 0)["item"]["status"] = status
     acc = run(events)
     assert [c.status for c in acc.tool_calls] == ["incomplete", "ready"]
     assert AnomalyCode.ITEM_NOT_DONE in codes(acc)
+
+
+@pytest.mark.parametrize("as_sdk", [False, True], ids=["dicts", "sdk-objects"])
+def test_output_item_done_without_a_status_lets_the_response_decide(as_sdk: bool) -> None:
+    """vLLM's gpt-oss sends ``status: null`` on every function_call item (vllm#46940)."""
+    completed = response_events(CALLS)
+    incomplete = response_events(CALLS, status="incomplete")
+    for events in (completed, incomplete):
+        for event in events:
+            item = event.get("item")
+            if isinstance(item, dict) and item.get("type") == "function_call":
+                item["status"] = None
+        for item in events[-1]["response"]["output"]:
+            item["status"] = None
+    acc = run(sdk(completed) if as_sdk else completed)
+    assert [c.status for c in acc.tool_calls] == ["ready", "ready"]
+    assert AnomalyCode.ITEM_STATUS_MISSING in codes(acc)
+    acc = run(sdk(incomplete) if as_sdk else incomplete)
+    assert [c.status for c in acc.tool_calls] == ["incomplete", "incomplete"]
+
+
+def test_items_said_completed_inside_an_incomplete_response_are_not_ready() -> None:
+    """vLLM marks every item ``completed``, even the one ``max_output_tokens`` cut (vllm#57998)."""
+    events = response_events(CALLS, status="incomplete")
+    assert all(i["status"] == "completed" for i in events[-1]["response"]["output"])
+    assert not any(c.ready for c in run(events).tool_calls)
+
+
+def test_arguments_only_in_done_events_without_item_ids() -> None:
+    """A Codex model through the ChatGPT backend (litellm#27144): items without ``id``, no delta,
+    ``function_call_arguments.done`` without ``item_id``; the call is found by its ``call_id``."""
+    events = response_events(CALLS[:1])
+    for event in events:
+        item = event.get("item")
+        if isinstance(item, dict):
+            item.pop("id", None)
+        event.pop("item_id", None)
+    events[-1]["response"]["output"][0].pop("id")
+    events = [e for e in events if e["type"] != "response.function_call_arguments.delta"]
+    acc = run(events)
+    assert [(c.id, c.status, c.arguments) for c in acc.tool_calls] == [("call_1", "ready", CALLS[0][2])]
+    assert {AnomalyCode.ARGUMENTS_WITHOUT_DELTAS, AnomalyCode.UNKNOWN_ITEM} <= codes(acc)
+
+
+def test_a_message_item_closed_but_never_opened_changes_no_call() -> None:
+    """The LiteLLM proxy closes a message item it never opened, under a ``chatcmpl-`` id
+    (litellm#37852)."""
+    events = response_events(CALLS)
+    stray = {"id": "chatcmpl-x", "type": "message", "status": "completed", "role": "assistant", "content": []}
+    events.insert(-1, {"type": "response.output_item.done", "output_index": 9, "item": stray})
+    events.insert(-1, {"type": "response.output_text.done", "item_id": "chatcmpl-x", "text": ""})
+    acc = run(events)
+    assert [c.status for c in acc.tool_calls] == ["ready", "ready"]
 
 
 def test_a_missing_output_item_done_leaves_the_call_incomplete() -> None:

@@ -137,6 +137,9 @@ class AnomalyCode:
     OUTPUT_MISSING = "output_missing"
     """The final response carried no ``output``; it was built from the ``response.output_item.done``
     items."""
+    ITEM_STATUS_MISSING = "item_status_missing"
+    """A ``function_call`` item's ``response.output_item.done`` carried no ``status`` (``null``:
+    vLLM's gpt-oss); the response's own ``status`` decides (sealed only if it completed)."""
     ITEM_NOT_STREAMED = "item_not_streamed"
     """A ``function_call`` item appeared only in the final response (never streamed); it was read
     from there, held to the same checks."""

@@ -25,9 +25,11 @@ The rules, this API's own ways to fail closed (rule 9 of docs/design.md):
   the whole text read from one of them (``arguments_without_deltas``).
 * **Sealed at the end of a completed response.** A call is sealed (parsed, checked against the
   request's tools, ``tool_choice`` and ``parallel_tool_calls``) once ``response.completed`` arrives,
-  and only if its ``response.output_item.done`` said ``status: "completed"``. An item whose
-  ``output_item.done`` never came or said anything else, a response that ends ``incomplete`` or
-  ``failed``, an ``error`` event, or a stream that ends or breaks first, leave it ``incomplete``.
+  and only if its ``response.output_item.done`` said ``status: "completed"`` (or no status at all,
+  as vLLM's gpt-oss sends it: then the response's status decides, ``item_status_missing``). An item
+  whose ``output_item.done`` never came or said another status, a response that ends
+  ``incomplete`` or ``failed``, an ``error`` event, or a stream that ends or breaks first, leave it
+  ``incomplete``.
 * **The index is the item's ``output_index``**: ``tool_calls`` are in output order.
 
 Tools and ``tool_choice`` come in this API's flat shape (``{"type": "function", "name": ...,
@@ -795,6 +797,20 @@ class ResponseAccumulator(Accumulator):
         if status == "completed":
             item.closed = True
             return
+        if status is None:
+            # No statement (vLLM's gpt-oss sends ``null``): the response's own status decides;
+            # the call is sealed only with a response.completed.
+            item.closed = True
+            self._record(
+                Anomaly(
+                    AnomalyCode.ITEM_STATUS_MISSING,
+                    f"{where} carried no status; the response's status decides",
+                    raw=raw,
+                ),
+                call,
+                out,
+            )
+            return
         self._record(
             Anomaly(
                 AnomalyCode.ITEM_NOT_DONE,
@@ -984,10 +1000,7 @@ class ResponseAccumulator(Accumulator):
                     continue
                 listed.add(id(call))
                 self._settle(item, ifields, "the final response", raw, out)
-                status = ifields.get("status")
-                if status is None and self.status == "completed":
-                    status = "completed"  # the response's own status stands for its items'
-                self._close(item, status, "the final response's item", raw, out)
+                self._close(item, ifields.get("status"), "the final response's item", raw, out)
                 continue
             if item.call is None:
                 continue
