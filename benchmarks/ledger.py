@@ -69,7 +69,7 @@ def echo(n: int) -> int:
 
 def make_ledger(kind: str, target: str, scope: str) -> ClaimLedger:
     if kind == "memory":
-        return ts.Ledger(scope=scope)
+        return ts.MemoryLedger(scope=scope)
     if kind == "sqlite":
         return ts.SQLiteLedger(target, scope=scope)
     return ts.PostgresLedger(target, scope=scope)

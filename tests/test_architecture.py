@@ -23,8 +23,8 @@ PUBLIC = [
     "Deny",
     "HistoryError",
     "IncompleteStreamError",
-    "Ledger",
     "Limits",
+    "MemoryLedger",
     "PostgresLedger",
     "ResponseAccumulator",
     "RunResult",
@@ -41,6 +41,7 @@ PUBLIC = [
     "arun_events",
     "assistant_message",
     "call_error_text",
+    "calls_of",
     "ensure_valid_history",
     "function_call_output",
     "function_call_outputs",
@@ -51,7 +52,6 @@ PUBLIC = [
     "run_events",
     "stitch",
     "tool",
-    "tool_calls",
     "tool_message",
     "tool_messages",
     "validate_history",
@@ -81,6 +81,63 @@ def test_moved_names_resolve_with_a_deprecation_warning(name: str) -> None:
         value = getattr(ts, name)
     module = sys.modules[home]
     assert value is getattr(module, name)
+
+
+COMPLETION = {
+    "id": "c",
+    "object": "chat.completion",
+    "created": 0,
+    "model": "m",
+    "choices": [
+        {
+            "index": 0,
+            "finish_reason": "tool_calls",
+            "message": {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+                ],
+            },
+        }
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    ("module", "old", "new"),
+    [
+        ("toolstitch", "Ledger", "MemoryLedger"),
+        ("toolstitch.tools", "Ledger", "MemoryLedger"),
+        ("toolstitch", "tool_calls", "calls_of"),
+        ("toolstitch.client", "tool_calls", "calls_of"),
+    ],
+)
+def test_renamed_names_resolve_for_one_release_with_a_deprecation_warning(
+    module: str, old: str, new: str
+) -> None:
+    home = importlib.import_module(module)
+    assert old not in home.__all__ and new in home.__all__
+    with pytest.warns(DeprecationWarning, match=rf"{module}\.{old} is now {module}\.{new}") as caught:
+        value = getattr(home, old)
+    assert value is getattr(home, new)
+    assert [w.filename for w in caught] == [__file__]  # the warning points at the caller's line
+    with pytest.warns(DeprecationWarning, match=rf"{module}\.{old} is now"):
+        exec(f"from {module} import {old}", {})
+
+
+def test_the_deprecated_names_still_work() -> None:
+    with pytest.warns(DeprecationWarning):
+        ledger = ts.Ledger(scope="s")
+    assert type(ledger) is ts.MemoryLedger and isinstance(ledger, ts.tools.ClaimLedger)
+    tools = [{"type": "function", "function": {"name": "f"}}]
+    with pytest.warns(DeprecationWarning):
+        (old,) = ts.tool_calls(COMPLETION, tools=tools)
+    (new,) = ts.calls_of(COMPLETION, tools=tools)
+    assert (old.id, old.status, old.parsed) == (new.id, new.status, new.parsed) == ("call_1", "ready", {})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert ts.MemoryLedger is ts.tools.MemoryLedger and ts.calls_of is ts.client.calls_of
 
 
 def test_unknown_name_is_an_attribute_error() -> None:

@@ -8,14 +8,16 @@ The top level holds only what a user types daily. Everything else has one public
 :mod:`toolstitch.metrics` (counts and timings), and the layer packages :mod:`toolstitch.core`,
 :mod:`toolstitch.client`, :mod:`toolstitch.history`, :mod:`toolstitch.tools`,
 :mod:`toolstitch.loop` and :mod:`toolstitch.recording`. Names that used to live at the top level
-still resolve here for one release, with a :class:`DeprecationWarning` naming their new home.
+still resolve here for one release, with a :class:`DeprecationWarning` naming their new home, and
+so do two renamed ones: ``Ledger`` (now :class:`MemoryLedger`) and ``tool_calls`` (now
+:func:`calls_of`).
 """
 
 from __future__ import annotations
 
 import importlib
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import errors as errors
 from . import events as events
@@ -26,8 +28,8 @@ from .client import (
     AsyncStitchedStream,
     StitchedResponseStream,
     StitchedStream,
+    calls_of,
     stitch,
-    tool_calls,
     wrap,
 )
 from .core import Accumulator, Limits, ResponseAccumulator, ToolCall
@@ -48,7 +50,7 @@ from .history import (
 )
 from .loop import RunResult, arun, arun_events, run, run_events
 from .recording import replay
-from .tools import Deny, Ledger, PostgresLedger, SQLiteLedger, Tool, Toolbox, ToolResult, tool
+from .tools import Deny, MemoryLedger, PostgresLedger, SQLiteLedger, Tool, Toolbox, ToolResult, tool
 
 __all__ = [
     "Accumulator",
@@ -57,8 +59,8 @@ __all__ = [
     "Deny",
     "HistoryError",
     "IncompleteStreamError",
-    "Ledger",
     "Limits",
+    "MemoryLedger",
     "PostgresLedger",
     "ResponseAccumulator",
     "RunResult",
@@ -75,6 +77,7 @@ __all__ = [
     "arun_events",
     "assistant_message",
     "call_error_text",
+    "calls_of",
     "ensure_valid_history",
     "function_call_output",
     "function_call_outputs",
@@ -85,7 +88,6 @@ __all__ = [
     "run_events",
     "stitch",
     "tool",
-    "tool_calls",
     "tool_message",
     "tool_messages",
     "validate_history",
@@ -93,6 +95,16 @@ __all__ = [
     "validate_request",
     "wrap",
 ]
+
+# Names renamed in 0.2, and their new name. They resolve for one release.
+_RENAMED: dict[str, str] = {
+    "Ledger": "MemoryLedger",
+    "tool_calls": "calls_of",
+}
+
+if TYPE_CHECKING:  # type checkers see the old names with their types; at run time __getattr__ warns
+    Ledger = MemoryLedger
+    tool_calls = calls_of
 
 # Names that left the top level in 0.2, and their new home. They resolve for one release.
 _MOVED: dict[str, str] = {
@@ -154,7 +166,15 @@ _MOVED: dict[str, str] = {
 
 
 def __getattr__(name: str) -> Any:
-    """Resolve a name that moved off the top level, warning once per use site where it now lives."""
+    """Resolve a name that moved off the top level or was renamed, warning once per use site."""
+    new = _RENAMED.get(name)
+    if new is not None:
+        warnings.warn(
+            f"toolstitch.{name} is now toolstitch.{new}; the old name goes away in the next release",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return globals()[new]
     home = _MOVED.get(name)
     if home is None:
         raise AttributeError(f"module 'toolstitch' has no attribute {name!r}")

@@ -323,8 +323,8 @@ def test_stitch_and_tool_calls_read_their_contract_the_same_way() -> None:
     every_call_refused(ts.stitch(chunks, tools={"f": F}).until_done(), "tools is a dict")
     every_call_refused(ts.stitch(chunks, tools=[F], tool_choice=("none",)).until_done(), "tool_choice")
     completion = ts.stitch(chunks).until_done().get_final_completion()  # tools unknown: said explicitly
-    assert [c.status for c in ts.tool_calls(completion, tools=(F,))] == HELD
-    refused = ts.tool_calls(completion, tools=[F], parallel_tool_calls="false")  # type: ignore[arg-type]
+    assert [c.status for c in ts.calls_of(completion, tools=(F,))] == HELD
+    refused = ts.calls_of(completion, tools=[F], parallel_tool_calls="false")  # type: ignore[arg-type]
     assert [type(c.error) for c in refused] == [ContractViolation] * 3
 
 

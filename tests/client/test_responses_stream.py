@@ -301,10 +301,10 @@ def test_a_request_that_does_not_stream_is_the_sdks(server: LocalServer) -> None
         warnings.simplefilter("error")
         response = ts.wrap(server.client()).responses.create(model="m", input="hi", tools=TOOLS)
     assert type(response) is Response
-    calls = ts.tool_calls(response, tools=TOOLS)
+    calls = ts.calls_of(response, tools=TOOLS)
     assert [(c.id, c.status) for c in calls] == [("call_1", "ready"), ("call_2", "ready")]
-    assert [c.status for c in ts.tool_calls(response, tools=[TIME])] == ["invalid", "ready"]
-    assert [c.status for c in ts.tool_calls(response.model_dump(), tools=TOOLS)] == ["ready", "ready"]
+    assert [c.status for c in ts.calls_of(response, tools=[TIME])] == ["invalid", "ready"]
+    assert [c.status for c in ts.calls_of(response.model_dump(), tools=TOOLS)] == ["ready", "ready"]
 
 
 def test_recording_a_responses_stream_says_which_reader(server: LocalServer, tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""``ts.tool_calls(completion)``: a non-streamed completion gets the ``ToolCall`` view a stream gets.
+"""``ts.calls_of(completion)``: a non-streamed completion gets the ``ToolCall`` view a stream gets.
 
 The real SDK over real HTTP (``create()`` without ``stream=True``), sync and async; every way a call
 fails; SDK objects and dicts; hostile completions (never an exception, never a ``ready`` call that
@@ -49,7 +49,7 @@ def test_a_non_streamed_completion_over_http_gets_ready_calls(server: LocalServe
     server.enqueue(JSONReply(TWO))
     result = ts.wrap(server.client()).chat.completions.create(model="m", messages=MESSAGES, tools=TOOLS)
     assert type(result) is ChatCompletion  # the SDK's object, untouched
-    calls = ts.tool_calls(result, tools=TOOLS)
+    calls = ts.calls_of(result, tools=TOOLS)
     assert [(c.index, c.id, c.name, c.status, c.parsed) for c in calls] == [
         (0, "c1", "get_weather", "ready", {"city": "Oslo"}),
         (1, "c2", "get_weather", "ready", {"city": "Rome"}),
@@ -62,13 +62,13 @@ async def test_async_non_streamed_completion(server: LocalServer) -> None:
     result = await ts.wrap(server.async_client()).chat.completions.create(
         model="m", messages=MESSAGES, tools=TOOLS
     )
-    (call,) = ts.tool_calls(result, tools=TOOLS)
+    (call,) = ts.calls_of(result, tools=TOOLS)
     assert (call.status, call.parsed) == ("ready", {"city": "Oslo"})
 
 
 def test_a_dict_completion_is_read_as_the_sdk_object_is() -> None:
-    from_dict = ts.tool_calls(TWO, tools=TOOLS)
-    from_sdk = ts.tool_calls(ChatCompletion.model_validate(TWO), tools=TOOLS)
+    from_dict = ts.calls_of(TWO, tools=TOOLS)
+    from_sdk = ts.calls_of(ChatCompletion.model_validate(TWO), tools=TOOLS)
     assert [(c.id, c.status, c.arguments) for c in from_dict] == [
         (c.id, c.status, c.arguments) for c in from_sdk
     ]
@@ -86,28 +86,28 @@ def test_a_dict_completion_is_read_as_the_sdk_object_is() -> None:
     ],
 )
 def test_every_way_a_non_streamed_call_fails(arguments: str, finish: str | None, error: type) -> None:
-    (call,) = ts.tool_calls(completion(("c1", "get_weather", arguments), finish=finish), tools=TOOLS)
+    (call,) = ts.calls_of(completion(("c1", "get_weather", arguments), finish=finish), tools=TOOLS)
     assert call.status in ("invalid", "incomplete")
     assert isinstance(call.error, error)
     assert call.arguments == arguments  # the raw text kept
 
 
 def test_the_request_contract_holds() -> None:
-    assert [c.status for c in ts.tool_calls(TWO, tools=TOOLS, parallel_tool_calls=False)] == [
+    assert [c.status for c in ts.calls_of(TWO, tools=TOOLS, parallel_tool_calls=False)] == [
         "ready",
         "invalid",
     ]
-    assert [c.status for c in ts.tool_calls(TWO, tools=TOOLS, tool_choice="none")] == ["invalid", "invalid"]
+    assert [c.status for c in ts.calls_of(TWO, tools=TOOLS, tool_choice="none")] == ["invalid", "invalid"]
     forced = {"type": "function", "function": {"name": "other"}}
-    assert [c.status for c in ts.tool_calls(TWO, tools=TOOLS, tool_choice=forced)] == ["invalid", "invalid"]
-    unknown = ts.tool_calls(completion(("c1", "delete_all", "{}")), tools=TOOLS)
+    assert [c.status for c in ts.calls_of(TWO, tools=TOOLS, tool_choice=forced)] == ["invalid", "invalid"]
+    unknown = ts.calls_of(completion(("c1", "delete_all", "{}")), tools=TOOLS)
     assert isinstance(unknown[0].error, ts.errors.UnknownTool)
-    assert [c.status for c in ts.tool_calls(TWO, tools=[])] == ["invalid", "invalid"]
-    assert [c.status for c in ts.tool_calls(TWO)] == ["ready", "ready"]  # tools not given: unchecked
+    assert [c.status for c in ts.calls_of(TWO, tools=[])] == ["invalid", "invalid"]
+    assert [c.status for c in ts.calls_of(TWO)] == ["ready", "ready"]  # tools not given: unchecked
 
 
 def test_arguments_sent_as_an_object_are_repaired_and_recorded() -> None:
-    (call,) = ts.tool_calls(completion(("c1", "get_weather", {"city": "Oslo"})), tools=TOOLS)
+    (call,) = ts.calls_of(completion(("c1", "get_weather", {"city": "Oslo"})), tools=TOOLS)
     assert call.parsed == {"city": "Oslo"}
     assert call.anomalies  # the repair is visible
 
@@ -118,19 +118,19 @@ def test_choices_are_picked_by_index() -> None:
     second["index"] = 1
     second["message"]["tool_calls"] = second["message"]["tool_calls"][:1]
     body["choices"].append(second)
-    assert len(ts.tool_calls(body, tools=TOOLS)) == 2
-    assert len(ts.tool_calls(body, tools=TOOLS, choice=1)) == 1
-    assert len(ts.tool_calls(body, tools=TOOLS, choice=None)) == 3
-    assert ts.tool_calls(body, tools=TOOLS, choice=7) == []
+    assert len(ts.calls_of(body, tools=TOOLS)) == 2
+    assert len(ts.calls_of(body, tools=TOOLS, choice=1)) == 1
+    assert len(ts.calls_of(body, tools=TOOLS, choice=None)) == 3
+    assert ts.calls_of(body, tools=TOOLS, choice=7) == []
 
 
 def test_a_completion_without_calls_has_none() -> None:
-    assert ts.tool_calls(completion(finish="stop", content="Hello")) == []
+    assert ts.calls_of(completion(finish="stop", content="Hello")) == []
 
 
 def test_the_history_is_built_from_it_as_from_a_stream() -> None:
     body = completion(("c1", "get_weather", '{"city": "Oslo"}'), ("c2", "get_weather", '{"city": "Ro'))
-    calls = ts.tool_calls(body, tools=TOOLS)
+    calls = ts.calls_of(body, tools=TOOLS)
     assert [c.status for c in calls] == ["ready", "invalid"]
     history: list[Any] = [{"role": "user", "content": "hi"}, ts.assistant_message(body)]
     history.append(ts.tool_message(calls[0], "sunny"))
@@ -169,7 +169,7 @@ def test_hostile_completions_never_raise_and_never_make_a_wrong_call_ready(data:
             parent[path[-1]] = copy.deepcopy(data.draw(st.sampled_from(HOSTILE)))
     before = repr(body)
     request = data.draw(st.sampled_from([{}, {"parallel_tool_calls": False}, {"tool_choice": "none"}]))
-    calls = ts.tool_calls(body, tools=TOOLS, choice=None, **request)
+    calls = ts.calls_of(body, tools=TOOLS, choice=None, **request)
     assert repr(body) == before  # only read
     for call in calls:
         if call.status == "ready":
@@ -182,11 +182,11 @@ def test_hostile_completions_never_raise_and_never_make_a_wrong_call_ready(data:
 
 @pytest.mark.parametrize("hostile", HOSTILE, ids=lambda v: type(v).__name__)
 def test_a_completion_that_is_no_object_has_no_calls(hostile: Any) -> None:
-    assert ts.tool_calls(hostile, tools=TOOLS) == []
+    assert ts.calls_of(hostile, tools=TOOLS) == []
 
 
 def test_a_constructed_sdk_object_with_wrong_types_never_raises() -> None:
     broken = ChatCompletion.construct(choices=[{"index": 0, "message": 5, "finish_reason": "tool_calls"}])
-    assert ts.tool_calls(broken, tools=TOOLS) == []
+    assert ts.calls_of(broken, tools=TOOLS) == []
     half = ChatCompletion.construct(choices="choices")
-    assert ts.tool_calls(half, tools=TOOLS) == []
+    assert ts.calls_of(half, tools=TOOLS) == []

@@ -74,7 +74,7 @@ async def main() -> None:
         reveal_type(ahelper.toolstitch)  # async helper stitched
     reveal_type(ts.stitch([{"choices": []}]))  # stitch
     reveal_type(ts.stitch(chunks()))  # async stitch
-    reveal_type(ts.tool_calls({}))  # tool_calls
+    reveal_type(ts.calls_of({}))  # calls_of
     for event in sync.chat.completions.create(model="m", messages=[], stream=True).events():
         reveal_type(event)  # event
 
@@ -106,7 +106,7 @@ EXPECTED: dict[str, str | tuple[str, ...]] = {
     "async helper stitched": "toolstitch.client._stream.AsyncStitchedStream",
     "stitch": "toolstitch.client._stream.StitchedStream",
     "async stitch": "toolstitch.client._stream.AsyncStitchedStream",
-    "tool_calls": "list[toolstitch.core._call.ToolCall]",
+    "calls_of": "list[toolstitch.core._call.ToolCall]",
     "event": "toolstitch.core._events.ToolCallReady",
     "union": ("toolstitch.client._types.StitchedOpenAI", "toolstitch.client._types.AsyncStitchedOpenAI"),
 }

@@ -87,7 +87,7 @@ def test_a_completions_two_choice_zero_do_not_merge_and_none_of_their_calls_runs
             {"index": 0, "finish_reason": "tool_calls", "message": message("b", "c")},
         ],
     }
-    calls = ts.tool_calls(completion, choice=None)
+    calls = ts.calls_of(completion, choice=None)
     assert calls and all(c.status == "invalid" for c in calls)
 
 

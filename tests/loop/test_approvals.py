@@ -141,7 +141,7 @@ def defer(server: LocalServer, effects: Path, ledger: ts.tools.ClaimLedger) -> t
 def test_without_a_callback_the_run_waits_then_resumes_with_an_approval(
     server: LocalServer, effects: Path
 ) -> None:
-    ledger = ts.Ledger()
+    ledger = ts.MemoryLedger()
     first = defer(server, effects, ledger)
     saved = json.loads(json.dumps(first.messages))  # plain JSON: stored, then loaded
     with server.client() as client, toolbox(str(effects)) as box:
@@ -158,7 +158,7 @@ def test_without_a_callback_the_run_waits_then_resumes_with_an_approval(
 
 
 def test_a_denial_reaches_the_model_with_its_reason(server: LocalServer, effects: Path) -> None:
-    ledger = ts.Ledger()
+    ledger = ts.MemoryLedger()
     first = defer(server, effects, ledger)
     with server.client() as client, toolbox(str(effects)) as box:
         result = ts.run(
@@ -175,7 +175,7 @@ def test_a_denial_reaches_the_model_with_its_reason(server: LocalServer, effects
 
 
 async def test_the_async_twin_waits_and_resumes(server: LocalServer, effects: Path) -> None:
-    ledger = ts.Ledger()
+    ledger = ts.MemoryLedger()
     async with server.async_client() as client:
         with toolbox(str(effects)) as box:
             first = await ts.arun(client, model="m", messages=user(), toolbox=box, ledger=ledger)
@@ -197,7 +197,7 @@ def test_partial_approvals_run_what_was_answered_and_keep_waiting(server: LocalS
         ("call_2", "transfer", '{"amount": 2, "to": "cy"}'),
     ]
     server.handler = lambda body: calls_reply(two) if not tool_messages_of(body) else text_reply("ok")
-    ledger = ts.Ledger()
+    ledger = ts.MemoryLedger()
     with server.client() as client, toolbox(str(effects)) as box:
         first = ts.run(client, model="m", messages=user(), toolbox=box, ledger=ledger)
         assert [c.id for c in first.pending] == ["call_1", "call_2"]
@@ -287,7 +287,7 @@ def refused(
 
 
 def test_hostile_approvals_are_refused_before_anything_runs(server: LocalServer, effects: Path) -> None:
-    ledger = ts.Ledger()
+    ledger = ts.MemoryLedger()
     first = defer(server, effects, ledger)
     msgs = first.messages
     assert "no unanswered call" in str(refused(server, effects, msgs, ledger, {"call_t": True, "nope": True}))
@@ -300,8 +300,10 @@ def test_hostile_approvals_are_refused_before_anything_runs(server: LocalServer,
     assert "a call id must be" in str(refused(server, effects, msgs, ledger, {7: True}))
     assert "must be a mapping" in str(refused(server, effects, msgs, ledger, ["call_t"]))
     # A ledger that did not record the deferral (another process's in-memory ledger, another scope).
-    assert "no record" in str(refused(server, effects, msgs, ts.Ledger(), {"call_t": True}))
-    assert "no record" in str(refused(server, effects, msgs, ts.Ledger(scope="other"), {"call_t": True}))
+    assert "no record" in str(refused(server, effects, msgs, ts.MemoryLedger(), {"call_t": True}))
+    assert "no record" in str(
+        refused(server, effects, msgs, ts.MemoryLedger(scope="other"), {"call_t": True})
+    )
     # Approvals for a history with no call awaiting approval at all.
     assert "no unanswered call" in str(refused(server, effects, user(), ledger, {"call_t": True}))
 
@@ -313,7 +315,7 @@ def test_hostile_approvals_are_refused_before_anything_runs(server: LocalServer,
 def test_a_history_edited_since_the_deferral_is_refused(
     server: LocalServer, effects: Path, arguments: str
 ) -> None:
-    ledger = ts.Ledger()
+    ledger = ts.MemoryLedger()
     first = defer(server, effects, ledger)
     tampered = json.loads(json.dumps(first.messages))
     [call] = [c for m in tampered if m["role"] == "assistant" for c in m["tool_calls"] if c["id"] == "call_t"]
@@ -335,7 +337,7 @@ def test_a_history_edited_since_the_deferral_is_refused(
 
 
 def test_a_resumed_history_without_approvals_keeps_waiting(server: LocalServer, effects: Path) -> None:
-    ledger = ts.Ledger()
+    ledger = ts.MemoryLedger()
     first = defer(server, effects, ledger)
     with server.client() as client, toolbox(str(effects)) as box:
         again = ts.run(client, model="m", messages=first.messages, toolbox=box, ledger=ledger)
@@ -346,7 +348,7 @@ def test_a_resumed_history_without_approvals_keeps_waiting(server: LocalServer, 
 def test_an_approval_wins_over_the_callback_and_a_callback_answers_the_rest(
     server: LocalServer, effects: Path
 ) -> None:
-    ledger = ts.Ledger()
+    ledger = ts.MemoryLedger()
     first = defer(server, effects, ledger)
     with server.client() as client, toolbox(str(effects)) as box:
         # The resuming process has a callback: without an approval, it answers.

@@ -78,7 +78,7 @@ def nothing_ran_or_was_sent(server: LocalServer, effects: Path) -> None:
 def test_a_call_copied_under_an_approved_id_runs_nothing(
     server: LocalServer, effects: Path, first: bool, name: str, arguments: str
 ) -> None:
-    ledger = ts.Ledger()
+    ledger = ts.MemoryLedger()
     saved = defer(server, effects, ledger).messages
     tampered = with_copy(saved, first=first, name=name, arguments=arguments)
     with pytest.raises(ApprovalError) as info:
@@ -94,7 +94,7 @@ def test_a_call_copied_under_an_approved_id_runs_nothing(
 def test_every_call_under_an_approved_id_is_checked_not_only_the_last(
     server: LocalServer, effects: Path
 ) -> None:
-    ledger = ts.Ledger()
+    ledger = ts.MemoryLedger()
     saved = defer(server, effects, ledger).messages
     tampered = with_copy(saved, first=True, arguments=json.dumps(ALTERED))
     with pytest.raises(ApprovalError) as info:
@@ -105,7 +105,7 @@ def test_every_call_under_an_approved_id_is_checked_not_only_the_last(
 
 
 def test_a_denial_of_a_duplicated_id_is_refused_too(server: LocalServer, effects: Path) -> None:
-    ledger = ts.Ledger()
+    ledger = ts.MemoryLedger()
     saved = defer(server, effects, ledger).messages
     tampered = with_copy(saved, first=True, arguments=json.dumps(ALTERED))
     with pytest.raises(ApprovalError):
@@ -138,7 +138,7 @@ def test_a_history_with_duplicate_ids_is_refused_without_approvals(
 async def test_the_async_twin_refuses_a_copied_call_before_anything_runs(
     server: LocalServer, effects: Path
 ) -> None:
-    ledger = ts.Ledger()
+    ledger = ts.MemoryLedger()
     saved = defer(server, effects, ledger).messages
     tampered = with_copy(saved, first=True, arguments=json.dumps(ALTERED))
     async with server.async_client() as client:
@@ -168,7 +168,7 @@ def test_an_approval_answers_the_saved_calls_only_never_a_later_one(
         return text_reply("done")
 
     server.handler = again
-    ledger = ts.Ledger()
+    ledger = ts.MemoryLedger()
     saved = defer(server, effects, ledger).messages
     result = resume(server, effects, saved, ledger, {"call_t": True})
     assert result.stop_reason == "awaiting_approval"

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from tests.tools._support import Recorder, sealed
-from toolstitch.tools import ClaimLedger, Ledger, SQLiteLedger, Toolbox, tool
+from toolstitch.tools import ClaimLedger, MemoryLedger, SQLiteLedger, Toolbox, tool
 from toolstitch.tools._claim import fingerprint
 
 BOUND = 60.0
@@ -28,7 +28,7 @@ IDS = [f"call_{i}" for i in range(20)]
 
 
 def _ledger(kind: str, tmp_path: Path, **kw: Any) -> ClaimLedger:
-    return Ledger(**kw) if kind == "memory" else SQLiteLedger(tmp_path / "calls.db", **kw)
+    return MemoryLedger(**kw) if kind == "memory" else SQLiteLedger(tmp_path / "calls.db", **kw)
 
 
 def _calls(ids: list[str]) -> Any:
@@ -198,7 +198,7 @@ def test_a_raising_or_base_exception_tool_never_escapes(mode: str) -> None:
             raise Weird("weird")
         raise SystemExit(3)
 
-    ledger = Ledger()
+    ledger = MemoryLedger()
     calls = sealed(
         [
             ("a", "boom", '{"kind": "value"}'),
@@ -434,7 +434,7 @@ def test_a_confirmation_that_swallows_its_cancellation_never_launches_the_tool(m
         ran.add("delete")
         return "deleted"
 
-    ledger = Ledger()
+    ledger = MemoryLedger()
     [call] = sealed([("d", "delete", "{}")])
     box = Toolbox([delete], confirm=stubborn, total_timeout=0.2)
     try:
@@ -470,7 +470,7 @@ def test_a_confirmation_raising_a_base_exception_refuses_the_call(mode: str, kin
         ran.add("delete")
         return "deleted"
 
-    ledger = Ledger()
+    ledger = MemoryLedger()
     [call] = sealed([("d", "delete", "{}")])
     with Toolbox([delete], confirm=confirm if kind == "sync" else aconfirm, total_timeout=BOUND) as box:
         if mode == "sync":

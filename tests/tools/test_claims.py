@@ -22,7 +22,7 @@ import pytest
 
 from tests.tools import _workers
 from tests.tools._support import Recorder, sealed
-from toolstitch.tools import ClaimLedger, Ledger, SQLiteLedger, Toolbox, tool
+from toolstitch.tools import ClaimLedger, MemoryLedger, SQLiteLedger, Toolbox, tool
 from toolstitch.tools._claim import StoredResult, fingerprint
 
 SPAWN = multiprocessing.get_context("spawn")
@@ -30,7 +30,7 @@ BOUND = 60.0  # seconds any wait may take before the test fails (a bound, not a 
 
 
 def _ledger(kind: str, tmp_path: Path) -> ClaimLedger:
-    return Ledger() if kind == "memory" else SQLiteLedger(tmp_path / "calls.db")
+    return MemoryLedger() if kind == "memory" else SQLiteLedger(tmp_path / "calls.db")
 
 
 @pytest.mark.parametrize("kind", ["memory", "sqlite"])

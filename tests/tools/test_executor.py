@@ -19,7 +19,7 @@ import toolstitch as ts
 from tests.tools._support import Recorder, sealed
 from toolstitch.tools import Toolbox, tool
 from toolstitch.tools._executor import ToolResult
-from toolstitch.tools._ledger import Ledger
+from toolstitch.tools._ledger import MemoryLedger
 
 HANDSHAKE = 10.0  # seconds a tool waits for its partner before giving up (a bound, not a measurement)
 
@@ -302,7 +302,7 @@ def test_a_finished_call_id_is_not_executed_again() -> None:
         ran.add("charge", amount)
         return f"charged {amount}"
 
-    ledger = Ledger()
+    ledger = MemoryLedger()
     calls = sealed([("pay_1", "charge", '{"amount": 5}')])
     with Toolbox([charge]) as box:
         first: list[ToolResult] = box.execute(calls, ledger=ledger)

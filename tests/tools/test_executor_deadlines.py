@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.tools._support import Recorder, sealed
-from toolstitch.tools import Ledger, StoredResult, Toolbox, tool
+from toolstitch.tools import MemoryLedger, StoredResult, Toolbox, tool
 from toolstitch.tools._claim import Claim, ClaimLedger, LedgerEntry, fingerprint
 
 HANDSHAKE = 10.0
@@ -67,7 +67,7 @@ def test_a_call_still_queued_at_its_deadline_is_not_started_and_a_retry_runs_it(
         ran.add("queued")
         return "ran"
 
-    ledger = Ledger()
+    ledger = MemoryLedger()
     box = Toolbox([hog, queued], max_workers=1, total_timeout=0.05)  # one worker: queued waits
     try:
         results = _run(mode, box, sealed([("h", "hog", "{}"), ("q", "queued", "{}")]), ledger=ledger)
@@ -135,7 +135,7 @@ def test_a_duplicate_running_elsewhere_waits_then_reports_in_progress(mode: str)
         ran.add("charge")
         return "charged"
 
-    ledger = Ledger()
+    ledger = MemoryLedger()
     [call] = sealed([("c", "charge", "{}")])
     held = ledger.acquire("c", fingerprint(call), "charge", read_only=False)  # another worker has it
     assert held.action == "run"
@@ -154,7 +154,7 @@ def test_a_duplicate_reuses_the_result_the_winner_finishes_while_it_waits(mode: 
         ran.add("charge")
         return "charged"
 
-    ledger = Ledger()
+    ledger = MemoryLedger()
     [call] = sealed([("c", "charge", "{}")])
     fp = fingerprint(call)
     held = ledger.acquire("c", fp, "charge", read_only=False)
@@ -169,7 +169,7 @@ def test_a_duplicate_reuses_the_result_the_winner_finishes_while_it_waits(mode: 
     assert result.reused and result.ok and result.content == "elsewhere" and result.value == 1
 
 
-class _BrokenLedger(Ledger):
+class _BrokenLedger(MemoryLedger):
     def try_claim(self, key: str, fp: str, name: str, owner: str, lease_expires: float) -> Claim:
         raise OSError("database unreachable")
 
@@ -191,7 +191,7 @@ def test_a_declined_confirmation_releases_the_claim(mode: str) -> None:
     def delete() -> str:
         return "deleted"
 
-    ledger = Ledger()
+    ledger = MemoryLedger()
     [call] = sealed([("d", "delete", "{}")])
     with Toolbox([delete], confirm=lambda c, t: False) as box:
         [result] = _run(mode, box, [call], ledger=ledger)
@@ -219,7 +219,7 @@ def test_an_interrupted_sync_batch_abandons_its_claims() -> None:
         assert started.wait(HANDSHAKE)
         raise Stop  # the caller's hook fails while the tool runs
 
-    ledger = Ledger()
+    ledger = MemoryLedger()
     [call] = sealed([("s", "slow", "{}")])
     from toolstitch.tools._executor import execute
 
@@ -236,7 +236,7 @@ def test_an_interrupted_sync_batch_abandons_its_claims() -> None:
 
 
 def test_claim_ledger_is_the_protocol_every_ledger_implements() -> None:
-    assert issubclass(Ledger, ClaimLedger)
+    assert issubclass(MemoryLedger, ClaimLedger)
     with pytest.raises(TypeError):
         ClaimLedger()  # type: ignore[abstract]
 

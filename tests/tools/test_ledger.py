@@ -15,7 +15,7 @@ import pytest
 from tests.tools._support import Recorder, sealed
 from toolstitch.tools import Toolbox, tool
 from toolstitch.tools._executor import ToolResult
-from toolstitch.tools._ledger import Ledger, SQLiteLedger, fingerprint
+from toolstitch.tools._ledger import ClaimLedger, MemoryLedger, SQLiteLedger, fingerprint
 
 ran = Recorder()
 
@@ -37,16 +37,16 @@ def _clear() -> None:
     ran.calls.clear()
 
 
-LedgerFactory = Callable[[], Ledger]
+LedgerFactory = Callable[[], ClaimLedger]
 
 
 @pytest.fixture(params=["memory", "sqlite"])
 def make_ledger(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[LedgerFactory]:
     """A factory: the same ledger again (memory) or a new connection to the same file (sqlite)."""
-    memory = Ledger()
+    memory = MemoryLedger()
     opened: list[SQLiteLedger] = []
 
-    def make() -> Ledger:
+    def make() -> ClaimLedger:
         if request.param == "memory":
             return memory
         ledger = SQLiteLedger(tmp_path / "calls.db")
@@ -150,8 +150,12 @@ def test_sqlite_ledger_survives_reopening_and_closes(tmp_path: Path) -> None:
 def test_scopes_keep_conversations_that_share_a_ledger_apart(kind: str, tmp_path: Path) -> None:
     # Two conversations, one ledger file, a provider that sends "0" as every id: the same charge in
     # the second conversation is a new charge, not the first one's result.
-    def open_ledger(scope: str) -> Ledger:
-        return Ledger(scope=scope) if kind == "memory" else SQLiteLedger(tmp_path / "calls.db", scope=scope)
+    def open_ledger(scope: str) -> ClaimLedger:
+        return (
+            MemoryLedger(scope=scope)
+            if kind == "memory"
+            else SQLiteLedger(tmp_path / "calls.db", scope=scope)
+        )
 
     first, second, first_again = open_ledger("conv-1"), open_ledger("conv-2"), open_ledger("conv-1")
     if kind == "memory":  # one in-memory ledger object per scope cannot share entries: reuse the first

@@ -5,7 +5,7 @@
 * :mod:`._wrap`    ``wrap(client)``: a proxy of the SDK client whose streaming paths return them
   (:mod:`._proxy` the proxy, :mod:`._responses` the raw, streaming-response and helper objects).
 * :mod:`._stitch`  ``stitch(chunks)``: the same stream over any (async) iterable of chunks.
-* :mod:`._completion` ``tool_calls(completion)``: the same calls for a completion that was not streamed.
+* :mod:`._completion` ``calls_of(completion)``: the same calls for a completion that was not streamed.
 * :mod:`._responses_stream` the Responses API: ``StitchedResponseStream`` /
   ``AsyncStitchedResponseStream`` for ``responses.create(stream=True)`` and its other paths.
 * :mod:`._types`   for type checkers only: ``wrap(OpenAI())`` is a ``StitchedOpenAI``, an ``OpenAI``
@@ -14,9 +14,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import warnings
+from typing import TYPE_CHECKING, Any
 
-from ._completion import tool_calls
+from ._completion import calls_of
 from ._responses_stream import AsyncStitchedResponseStream, StitchedResponseStream
 from ._stitch import stitch
 from ._stream import AsyncStitchedStream, StitchedStream
@@ -28,13 +29,28 @@ if TYPE_CHECKING:  # what a type checker sees wrap() return; nothing at run time
     from ._types import StitchedAzureOpenAI as StitchedAzureOpenAI
     from ._types import StitchedOpenAI as StitchedOpenAI
 
+    tool_calls = calls_of  # the old name, with its type; at run time __getattr__ warns
+
 __all__ = [
     "AsyncStitchedResponseStream",
     "AsyncStitchedStream",
     "StitchedResponseStream",
     "StitchedStream",
     "WrappedClient",
+    "calls_of",
     "stitch",
-    "tool_calls",
     "wrap",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``tool_calls`` (:func:`calls_of`'s first name) resolves for one release, with a warning."""
+    if name == "tool_calls":
+        warnings.warn(
+            "toolstitch.client.tool_calls is now toolstitch.client.calls_of; "
+            "the old name goes away in the next release",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return calls_of
+    raise AttributeError(f"module 'toolstitch.client' has no attribute {name!r}")

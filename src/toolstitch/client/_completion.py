@@ -1,4 +1,4 @@
-"""``tool_calls(completion, tools=...)``: the ``ToolCall`` view of a completion that was not streamed.
+"""``calls_of(completion, tools=...)``: the ``ToolCall`` view of a completion that was not streamed.
 
 A non-streamed response carries malformed or truncated arguments as often as a streamed one; it
 deserves the same strict parse, schema check, contract check, statuses and errors. Rather than a
@@ -13,6 +13,9 @@ The completion itself is only read: the SDK's object (or dict) is never changed.
 
 A Responses API ``Response`` (the SDK's, or a dict with ``"object": "response"``) is read by the
 Responses reader instead (``_responses_stream.response_tool_calls``), with the same checks.
+
+Its first name was ``tool_calls``; ``toolstitch.tool_calls`` still resolves, with a
+``DeprecationWarning``, for one release (:func:`calls_of` says why the name changed).
 """
 
 from __future__ import annotations
@@ -26,10 +29,10 @@ from ..recording._contract import given_contract
 from ._responses_stream import is_response, response_tool_calls
 from ._shape import as_chunk
 
-__all__ = ["tool_calls"]
+__all__ = ["calls_of"]
 
 
-def tool_calls(
+def calls_of(
     completion: Any,
     *,
     tools: Iterable[Any] | None = None,
@@ -56,6 +59,13 @@ def tool_calls(
     A Responses API ``Response`` is read the same way: its ``function_call`` items are the calls
     (``id`` is the item's ``call_id``, in output order), ``ready`` only when its ``status`` is
     ``"completed"``; ``tools`` and ``tool_choice`` in this API's flat shape or the chat one.
+
+    Why ``calls_of`` (its first name was ``tool_calls``): ``stream.tool_calls`` and
+    ``accumulator.tool_calls`` are properties, choice 0's calls of a stream, which grow while it
+    streams; this is a function you hand a finished result to, and it returns that result's calls,
+    every choice on request. One name for both read as if ``ts.tool_calls(x)`` were the property
+    fetched from ``x``. ``calls_of(completion)`` says it takes what it reads from, and stays true
+    for a Responses API ``Response``, which ``completion_calls`` would not.
     """
     if is_response(completion):
         return response_tool_calls(

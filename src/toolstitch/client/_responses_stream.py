@@ -25,7 +25,7 @@ What stays the SDK's, unstitched: every request that does not stream, ``response
 stream=True)`` and ``responses.stream(response_id=...)`` (a stream resumed by id: its request,
 hence its contract, is not known here; the latter warns once), ``parse``, and the rest.
 
-:func:`response_tool_calls` is ``ts.tool_calls`` for a ``Response`` that was not streamed.
+:func:`response_tool_calls` is ``ts.calls_of`` for a ``Response`` that was not streamed.
 """
 
 from __future__ import annotations

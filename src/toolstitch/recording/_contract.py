@@ -20,7 +20,7 @@ bodies and ``extra_json`` into it) and returns a :class:`Contract` that is eithe
 An unreadable contract refuses every call with :class:`~toolstitch.errors.ContractViolation`, saying
 what could not be read: a call checked against a contract nobody can read would be checked against
 nothing. "Tools unknown" (names and schemas unchecked) exists only where a caller says so
-explicitly: ``Accumulator(tools=None)``, and ``ts.stitch`` / ``ts.tool_calls`` without ``tools``.
+explicitly: ``Accumulator(tools=None)``, and ``ts.stitch`` / ``ts.calls_of`` without ``tools``.
 
 It lives here, below the client, because replay reads a recorded request through it too: a replay
 refuses what the live stream refused.
@@ -264,7 +264,7 @@ def read_contract(request: Mapping[str, Any]) -> Contract:
 def given_contract(
     tools: Iterable[Any] | None, tool_choice: Any, function_call: Any, parallel_tool_calls: Any
 ) -> Contract:
-    """The contract a caller passes by hand (``ts.stitch``, ``ts.tool_calls``): read as a request's,
+    """The contract a caller passes by hand (``ts.stitch``, ``ts.calls_of``): read as a request's,
     except that ``tools=None`` means "not known" (names and schemas unchecked), as documented there.
     ``tools`` is read once, whatever the iterable."""
     tool_list = list(tools) if tools is not None and not isinstance(tools, str | bytes | Mapping) else tools

@@ -57,7 +57,7 @@ def read_responses_contract(request: Mapping[str, Any]) -> Contract:
 def given_responses_contract(
     tools: Iterable[Any] | None, tool_choice: Any, parallel_tool_calls: Any
 ) -> Contract:
-    """The contract a caller passes by hand (``ts.tool_calls(response, tools=...)``): ``tools=None``
+    """The contract a caller passes by hand (``ts.calls_of(response, tools=...)``): ``tools=None``
     means "not known" (names and schemas unchecked)."""
     tool_list = list(tools) if tools is not None and not isinstance(tools, str | bytes | Mapping) else tools
     contract = read_responses_contract(

@@ -8,18 +8,21 @@
 * :mod:`._approval`    ``Deny``, and the ledger's record of calls awaiting a person's approval.
 * :mod:`._executor`    running admitted calls with timeouts and cancellation.
 * :mod:`._claim`       the claim protocol: exactly one execution per call (every ledger implements it).
-* :mod:`._ledger`      the in-memory and SQLite ledgers.
+* :mod:`._ledger`      the in-memory (``MemoryLedger``) and SQLite ledgers.
 * :mod:`._postgres`    the PostgreSQL ledger, for a fleet of workers (psycopg 3, imported on use).
 * :mod:`._telemetry`   OpenTelemetry spans, span events and metrics (optional: ``toolstitch[otel]``).
 """
 
 from __future__ import annotations
 
+import warnings
+from typing import TYPE_CHECKING, Any
+
 from ._approval import Approval, Deny
 from ._claim import Claim, ClaimLedger, StoredResult, Verdict, fingerprint
 from ._definition import ConfirmCallback, Tool, tool
 from ._executor import CallTimings, ErrorMessage, ToolResult, default_error_message
-from ._ledger import Ledger, LedgerEntry, SQLiteLedger
+from ._ledger import LedgerEntry, MemoryLedger, SQLiteLedger
 from ._postgres import PostgresLedger
 from ._toolbox import Toolbox
 
@@ -31,8 +34,8 @@ __all__ = [
     "ConfirmCallback",
     "Deny",
     "ErrorMessage",
-    "Ledger",
     "LedgerEntry",
+    "MemoryLedger",
     "PostgresLedger",
     "SQLiteLedger",
     "StoredResult",
@@ -44,3 +47,19 @@ __all__ = [
     "fingerprint",
     "tool",
 ]
+
+if TYPE_CHECKING:  # type checkers see the old name with its type; at run time __getattr__ warns
+    Ledger = MemoryLedger
+
+
+def __getattr__(name: str) -> Any:
+    """``Ledger`` (the in-memory ledger's name in 0.1) resolves for one release, with a warning."""
+    if name == "Ledger":
+        warnings.warn(
+            "toolstitch.tools.Ledger is now toolstitch.tools.MemoryLedger; "
+            "the old name goes away in the next release",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return MemoryLedger
+    raise AttributeError(f"module 'toolstitch.tools' has no attribute {name!r}")

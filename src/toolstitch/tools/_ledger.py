@@ -9,7 +9,7 @@ Entries are keyed by the call id **and** a fingerprint of the call (its name and
 providers reuse ids (TGI and SGLang send ``"0"``, Kimi per-message ordinals; provider quirk Q39), and
 a different call that merely shares an id must not be answered with another call's result.
 
-:class:`Ledger` keeps entries in memory (atomic under threads; its claims never go stale by time,
+:class:`MemoryLedger` keeps entries in memory (atomic under threads; its claims never go stale by time,
 since they die with the process). :class:`SQLiteLedger` keeps them in a SQLite file (standard library
 ``sqlite3``, WAL mode, one ``BEGIN IMMEDIATE`` transaction per claim) that several processes may open
 and use at once.
@@ -39,12 +39,12 @@ from ._claim import (
     stored_text,
 )
 
-__all__ = ["ClaimLedger", "Ledger", "LedgerEntry", "SQLiteLedger", "fingerprint"]
+__all__ = ["ClaimLedger", "LedgerEntry", "MemoryLedger", "SQLiteLedger", "fingerprint"]
 
 T = TypeVar("T")
 
 
-class Ledger(ClaimLedger):
+class MemoryLedger(ClaimLedger):
     """In-memory ledger: survives retries within a process, not a restart. Atomic under threads (one
     lock); a duplicate waits on a condition variable for the winner's result.
 

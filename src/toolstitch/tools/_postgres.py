@@ -216,8 +216,8 @@ class PostgresLedger(ClaimLedger):
     connection string, on the other side (the lease heartbeat is a thread and always uses the sync
     side). The ledger never closes a pool it was given.
 
-    ``scope`` separates conversations (see :class:`~toolstitch.tools.Ledger`). ``lease`` is how long a
-    claim lives without renewal (seconds; the owner renews it every third of that while the tool
+    ``scope`` separates conversations (see :class:`~toolstitch.tools.MemoryLedger`). ``lease`` is how
+    long a claim lives without renewal (seconds; the owner renews it every third of that while the tool
     runs): a worker that dies holding a claim is seen after at most that long by other machines, at
     once on its own machine. ``connect_timeout`` bounds each attempt to reach the database (and
     waiting for a pool connection). ``table`` names the table (letters, digits and ``_``).
