@@ -408,8 +408,8 @@ class ResponseAccumulator(Accumulator):
         last = self._last_number
         if last is not None and value <= last:
             # Kept and read: the statements of each call's text (``.done``, ``output_item.done``)
-            # catch a piece that was resent or reordered; a server counting from 0 on every
-            # event (seen on compatible servers) loses nothing.
+            # catch a piece that was resent or reordered, and a server whose numbering is off
+            # (restarting, constant) loses nothing by it.
             self._record(
                 Anomaly(
                     AnomalyCode.SEQUENCE_NOT_INCREASING,

@@ -1,0 +1,44 @@
+"""What the examples of ``docs/responses.md`` promise (every block of the page runs in
+``tests/test_docs_examples.py``; here their printed output is checked)."""
+
+from __future__ import annotations
+
+from tests.test_docs_examples import output
+
+PAGE = "docs/responses.md"
+
+
+def test_a_first_stream() -> None:
+    assert output(PAGE, "A first stream").splitlines() == [
+        "ready call_1 get_weather {'city': 'Paris'}",
+        "completed",
+    ]
+
+
+def test_what_leaves_a_call_not_ready() -> None:
+    assert output(PAGE, "What leaves a call not `ready`").splitlines() == [
+        "call_1 invalid MalformedArguments",
+        "call_2 incomplete CallIncomplete",
+    ]
+
+
+def test_a_response_that_was_not_streamed() -> None:
+    assert output(PAGE, "A response that was not streamed").splitlines() == [
+        "[('call_1', 'ready')]",
+        "[('call_1', 'invalid')]",
+    ]
+
+
+def test_sending_the_results_back() -> None:
+    assert output(PAGE, "Sending the results back").splitlines() == ["[]", "Sunny in Paris."]
+
+
+def test_the_loop() -> None:
+    assert output(PAGE, "The loop").splitlines() == [
+        "It is sunny in Paris.",
+        "['user', 'function_call', 'function_call_output', 'message']",
+    ]
+
+
+def test_the_sans_io_core() -> None:
+    assert output(PAGE, "Without HTTP: `ts.ResponseAccumulator`") == "ready call_1 {'x': 1}\n"
