@@ -38,6 +38,34 @@ def examples(n: int) -> int:
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def _shard() -> tuple[int, int] | None:
+    """``TOOLSTITCH_SHARD=K/N`` (set by ``./dev test`` and ``scripts/matrix``): this process runs
+    the K-th of N interleaved slices of the collected tests, so that N processes side by side run
+    each test exactly once."""
+    value = os.environ.get("TOOLSTITCH_SHARD", "")
+    if not value:
+        return None
+    k, _, n = value.partition("/")
+    shard, count = int(k), int(n)
+    if not 0 <= shard < count:
+        raise pytest.UsageError(f"TOOLSTITCH_SHARD={value!r}: expected K/N with 0 <= K < N")
+    return shard, count
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    shard = _shard()
+    if shard is None:
+        return
+    k, n = shard
+    # Dealt out one by one, so that slow tests (processes, PostgreSQL, a browser) spread evenly;
+    # a module's fixtures start once in each process that runs one of its tests.
+    selected = items[k::n]
+    deselected = [item for i, item in enumerate(items) if i % n != k]
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+    items[:] = selected
+
+
 def field_paths(
     value: Any, max_depth: int | None = None, prefix: tuple[Any, ...] = ()
 ) -> list[tuple[Any, ...]]:
