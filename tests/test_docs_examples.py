@@ -154,6 +154,9 @@ def test_every_block_names_its_language(block: Block) -> None:
 
 @pytest.mark.parametrize("block", PYTHON, ids=lambda b: b.id)
 def test_every_python_block_runs(block: Block) -> None:
+    if block.page.name == "responses.md":
+        # The Responses API came in openai 1.66; the release matrix also runs the declared floor.
+        pytest.importorskip("openai.types.responses", reason="this openai release has no Responses API")
     python = [b for b in blocks(block.page) if b.language == "python"]
     result = run_page(block.page)[python.index(block)]
     assert result["ok"], f"{block.id} (under {block.heading!r}) failed:\n{result['error']}"

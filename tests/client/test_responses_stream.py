@@ -16,6 +16,8 @@ from typing import Any
 
 import openai
 import pytest
+
+pytest.importorskip("openai.types.responses", reason="this openai release has no Responses API")
 from openai.types.responses import Response
 
 import toolstitch as ts

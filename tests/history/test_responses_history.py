@@ -13,6 +13,8 @@ from typing import Any
 import openai
 import pytest
 
+pytest.importorskip("openai.types.responses", reason="this openai release has no Responses API")
+
 import toolstitch as ts
 from toolstitch.errors import CallNotReadyError
 from toolstitch.testing import LocalServer, StreamScript, check_response_input, response_events

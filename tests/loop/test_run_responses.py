@@ -13,6 +13,8 @@ from typing import Any
 import openai
 import pytest
 
+pytest.importorskip("openai.types.responses", reason="this openai release has no Responses API")
+
 import toolstitch as ts
 from toolstitch.errors import ApprovalError, RequestError
 from toolstitch.loop._run import CallDispatched, ResponseReceived, RetryPolicy, RunEvent

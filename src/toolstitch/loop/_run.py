@@ -1047,12 +1047,14 @@ def _items(value: Any) -> list[Any]:
     return list(value) if isinstance(value, list | tuple) else []
 
 
-def _wrapped(client: Any, want_async: bool) -> Any:
+def _wrapped(client: Any, want_async: bool, api: API = "chat") -> Any:
     target = client.unwrapped if isinstance(client, WrappedClient) else client
     if want_async and not isinstance(target, AsyncOpenAI):
         raise TypeError("arun() needs an openai.AsyncOpenAI client (use run() for a sync client)")
     if not want_async and not isinstance(target, OpenAI):
         raise TypeError("run() needs an openai.OpenAI client (use arun() for an async client)")
+    if api == "responses" and not hasattr(target, "responses"):
+        raise TypeError(f'api="responses" needs openai 1.66 or newer (this is {openai.__version__})')
     return client if isinstance(client, WrappedClient) else wrap(client)
 
 
@@ -1104,7 +1106,7 @@ def run(
     ``result.output_text`` the answer.
     """
     options = _RunOptions.of(locals())
-    wrapped = _wrapped(client, want_async=False)
+    wrapped = _wrapped(client, want_async=False, api=options.api)
     loop = _Loop(options)
     now_, waiting = loop.plan_resume(loop.pending())
     if now_ or waiting:
@@ -1164,7 +1166,7 @@ async def arun(client: Any, **options: Any) -> RunResult:
     """The async twin of :func:`run` (``openai.AsyncOpenAI``), with the same keyword arguments.
     Cancelling it closes the stream and cancels running async tools."""
     opts = _RunOptions.of(bound(run, client, **options))
-    wrapped = _wrapped(client, want_async=True)
+    wrapped = _wrapped(client, want_async=True, api=opts.api)
     loop = _Loop(opts)
     now_, waiting = await loop.ledger._io(loop.plan_resume, loop.pending())
     if now_ or waiting:
