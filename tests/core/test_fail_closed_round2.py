@@ -163,3 +163,52 @@ def test_previews_read_after_every_fragment_stay_linear(monkeypatch: pytest.Monk
     ):
         small, large = run(make(30_000)), run(make(120_000))
         assert large < 6 * small, (small, large)  # 4x the text: about 4x the copying, not 16x
+
+
+@pytest.mark.parametrize("reenter", ["feed", "end"])
+def test_a_clock_that_feeds_or_ends_the_accumulator_again_refuses_the_open_calls(reenter: str) -> None:
+    """A caller's clock runs inside a read: calling back into the accumulator from it cannot leave
+    a call ready on a view of the stream that changed under the read."""
+    acc: ts.Accumulator
+    armed = [False]
+
+    def clock() -> float:
+        if armed[0]:
+            armed[0] = False
+            if reenter == "feed":
+                acc.feed(text(0, '"x"}'))
+            else:
+                acc.end()
+        return 1.0
+
+    acc = ts.Accumulator(clock=clock, limits=ts.Limits(max_stream_bytes=64))
+    acc.feed(head(0))
+    armed[0] = True  # the first argument text asks the clock (first_argument_at)
+    acc.feed(text(0, '{"a": 1}'))
+    acc.feed(done())
+    acc.end()
+    assert [c.status for c in acc.tool_calls] != ["ready"]
+    assert all(c.status in ("invalid", "incomplete") for c in acc.tool_calls)
+
+
+class Hostile:
+    """A value whose comparisons, hash and truth all raise."""
+
+    def __eq__(self, other: object) -> bool:
+        raise RuntimeError("eq")
+
+    def __hash__(self) -> int:
+        raise RuntimeError("hash")
+
+    def __bool__(self) -> bool:
+        raise RuntimeError("bool")
+
+
+@pytest.mark.parametrize("field", ["model", "id", "system_fingerprint", "service_tier", "created", "object"])
+def test_an_envelope_value_that_raises_when_compared_changes_nothing(field: str) -> None:
+    acc = ts.Accumulator()
+    acc.feed(head(0))
+    acc.feed({field: Hostile(), **text(0, '{"a": 1}')})
+    acc.feed(done())
+    (call,) = acc.tool_calls
+    assert call.ready and call.parsed == {"a": 1}

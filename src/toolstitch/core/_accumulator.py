@@ -63,6 +63,7 @@ _NO_EVENTS: Sequence[Event] = ()
 _ENVELOPE_FIELDS = ("id", "model", "created", "object", "system_fingerprint", "service_tier")
 
 
+_REENTERED = RuntimeError("feed() or end() was called while a chunk was being read")
 _MAX_USAGE = 1 << 20
 """Bytes of one usage value (it replaces the previous one, so it is bounded on its own)."""
 _MAX_FINISH_REASONS = 16
@@ -191,6 +192,8 @@ class Accumulator:
         """The envelope fields not kept yet (the first usable value wins): read while any is left."""
         self._touched: ToolCall | None = None
         """The call the tool-call entry being read reached (refused if reading it fails)."""
+        self._reading = False
+        """True while a chunk is being read: a ``feed`` or ``end`` from inside it is refused."""
         self._t: float | None = None
         """The current chunk's time, read from the clock once, when first needed (:meth:`_now`)."""
 
@@ -275,20 +278,29 @@ class Accumulator:
                     )
                     return out if events else _NO_EVENTS
                 self._last_seq = seq
+            if self._reading:
+                # Fed again from inside a read (a caller's clock, a hostile value that calls back):
+                # the outer read's view of the stream is no longer what the stream is. Refuse.
+                self._refuse(self._open_calls(), _REENTERED, out, chunk)
+                return out if events else _NO_EVENTS
             self._t = None
             metrics.chunks += 1
-            if metrics.first_chunk_at is None:
-                metrics.first_chunk_at = self._now()
+            self._reading = True
             try:
+                if metrics.first_chunk_at is None:
+                    metrics.first_chunk_at = self._now()
                 read_chunk(self, chunk, out, events)
             except InBandError as exc:
                 # The SDK raises these itself; fed by hand, the chunk ends the input with the error.
+                self._reading = False
                 self._record(Anomaly(AnomalyCode.IN_BAND_ERROR, str(exc), raw=chunk), None, out)
                 out.extend(self.end(exc))
             except Exception as exc:
                 # Which calls the chunk touched is unknown here: every open call may have lost a
                 # fragment (rule 9).
                 self._refuse(self._open_calls(), exc, out, chunk)
+            finally:
+                self._reading = False
         except Exception as exc:  # the last net: every finer one failed too
             return self._panic(exc)
         return out if events else _NO_EVENTS
@@ -712,9 +724,12 @@ class Accumulator:
         """
         if self.ended:
             return _NO_EVENTS
+        events: list[Event] = []
+        if self._reading:
+            # Ended from inside a read (a caller's clock): nothing is sealed on a half-read chunk.
+            self._refuse(self._open_calls(), _REENTERED, events, None)
         self.ended = True
         self.error = error
-        events: list[Event] = []
         open_before = self._open_calls()
         try:
             t = self._clock()
