@@ -1,4 +1,4 @@
-"""A non-streamed completion as the one chunk it is equivalent to, for ``ts.tool_calls(completion)``.
+"""A non-streamed completion as the one chunk it is equivalent to, for ``ts.calls_of(completion)``.
 
 :func:`as_chunk` reads ``message`` as the ``delta`` and gives each call its list position as its
 ``index``. Streamed chunks need no shape of their own: the core reads every object the way
