@@ -40,6 +40,7 @@ from ..core._limits import Limits
 from ..errors import RecordedError, RecordingFormatError
 from ._contract import read_contract
 from ._recorder import FORMAT
+from ._responses_contract import read_responses_contract, responses_accumulator
 from ._timeline import Timeline, TimelineBuilder
 
 __all__ = ["MAX_OFFSET_MS", "Replay", "replay"]
@@ -235,7 +236,9 @@ class Replay:
         request = header.get("request") if isinstance(header.get("request"), dict) else {}
         options = header.get("options") if isinstance(header.get("options"), dict) else {}
         assert isinstance(request, dict) and isinstance(options, dict)
-        contract = read_contract(request)  # as the live stream read it: what it refused is refused
+        responses = options.get("api") == "responses"  # a Responses API stream: its events, its reader
+        # as the live stream read it: what it refused is refused
+        contract = read_responses_contract(request) if responses else read_contract(request)
         if contract.unreadable is None and contract.tools == [] and options.get("tools_offered") != "none":
             # no tools recorded, and no marker that none were offered: not known (ts.stitch without
             # tools), so names and schemas go unchecked, as they did live
@@ -251,6 +254,14 @@ class Replay:
             "object" if options.get("empty_arguments") == "object" else "invalid"
         )
         try:
+            if responses:
+                return responses_accumulator(
+                    contract,
+                    limits=limits,
+                    empty_arguments=empty,
+                    started_at=0.0 if self.timed else None,
+                    clock=self._clock if self.timed else None,
+                )
             return contract.accumulator(
                 limits=limits,
                 empty_arguments=empty,
