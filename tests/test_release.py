@@ -5,9 +5,10 @@ passes, and the wheel, installed in a fresh virtual environment that cannot see 
 ``python -m build`` builds the sdist first and the wheel from it, so the sdist is known to hold what
 a wheel needs. The fresh environment is ``python -m venv`` with the wheel installed by ``uv pip``
 (the test extra brings uv; pip when it is missing): uv takes the dependencies from its cache, offline
-first, and from the index only when the cache lacks them, so the test takes seconds, not the
-fifteen pip takes. Everything there runs with its working directory outside the checkout, with
-``PYTHONPATH``, ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL`` unset, under ``python -I``.
+first, and from the index only when the cache lacks them, in a fraction of a second where pip takes
+about fifteen. Everything there runs with its working directory outside the checkout and with
+``PYTHONPATH``, ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL`` unset (the example under ``python -I``),
+so the demo and the example use the embedded local server.
 """
 
 from __future__ import annotations
@@ -68,10 +69,18 @@ def _offline_first(command: Sequence[str], *, cwd: Path) -> None:
     _run(command, cwd=cwd)
 
 
-@pytest.fixture(scope="module")
-def dists(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+def test_the_release_builds_passes_twine_check_installs_anywhere_and_runs(tmp_path: Path) -> None:
+    """One test, so that the build happens once in whichever ``./dev test`` process draws it."""
+    sdist, wheel = _build(tmp_path / "dist")
+    _check_files(sdist, wheel)
+    _check_metadata(wheel)
+    _twine_check(sdist, wheel)
+    _install_and_run(wheel, tmp_path)
+
+
+def _build(out: Path) -> tuple[Path, Path]:
     """The sdist and the wheel, built from the checkout as a release is."""
-    out = tmp_path_factory.mktemp("dist")
+    out.mkdir()
     installer = ["--installer", "uv"] if HAS_UV else []
     _offline_first([sys.executable, "-m", "build", *installer, "--outdir", str(out), str(ROOT)], cwd=out)
     sdists, wheels = sorted(out.glob("*.tar.gz")), sorted(out.glob("*.whl"))
@@ -86,8 +95,7 @@ def _metadata(wheel: Path) -> Message:
     return email.parser.Parser().parsestr(text)
 
 
-def test_build_makes_an_sdist_and_one_pure_wheel(dists: tuple[Path, Path]) -> None:
-    sdist, wheel = dists
+def _check_files(sdist: Path, wheel: Path) -> None:
     version = toolstitch.__version__
     assert wheel.name == f"toolstitch-{version}-py3-none-any.whl"
     assert sdist.name == f"toolstitch-{version}.tar.gz"
@@ -102,7 +110,7 @@ def test_build_makes_an_sdist_and_one_pure_wheel(dists: tuple[Path, Path]) -> No
     assert all(n.startswith(("toolstitch/", f"toolstitch-{version}.dist-info/")) for n in names)
     assert [n for n in names if not n.endswith((".py", ".html", ".typed")) and "dist-info" not in n] == []
     assert [n for n in names if any(bit in n for bit in LOCAL)] == []
-    # The sdist is the project: the suite runs from it (tests, cassettes, the docs it checks).
+    # The sdist holds the project: sources, tests, cassettes, docs; no caches or environments.
     with tarfile.open(sdist) as t:
         files = {name.split("/", 1)[1] for name in t.getnames() if "/" in name}
     for needed in (
@@ -121,8 +129,8 @@ def test_build_makes_an_sdist_and_one_pure_wheel(dists: tuple[Path, Path]) -> No
     assert [f for f in files if any(bit in f for bit in LOCAL)] == []
 
 
-def test_the_metadata_says_what_a_user_needs(dists: tuple[Path, Path]) -> None:
-    meta = _metadata(dists[1])
+def _check_metadata(wheel: Path) -> None:
+    meta = _metadata(wheel)
     assert meta["Name"] == "toolstitch" and meta["Version"] == toolstitch.__version__
     assert meta["Requires-Python"] == ">=3.10"
     assert meta["License-Expression"] == "Apache-2.0" and meta["License-File"] == "LICENSE"
@@ -146,8 +154,10 @@ def test_the_metadata_says_what_a_user_needs(dists: tuple[Path, Path]) -> None:
     assert meta.get_payload().startswith("# toolstitch")  # the README is the long description
 
 
-def test_twine_check_passes(dists: tuple[Path, Path]) -> None:
-    output = _run([sys.executable, "-m", "twine", "check", "--strict", *map(str, dists)], cwd=dists[0].parent)
+def _twine_check(sdist: Path, wheel: Path) -> None:
+    output = _run(
+        [sys.executable, "-m", "twine", "check", "--strict", str(sdist), str(wheel)], cwd=sdist.parent
+    )
     assert output.count("PASSED") == 2
 
 
@@ -158,10 +168,8 @@ def _first_example() -> str:
     return found.group(1)
 
 
-def test_the_wheel_installed_anywhere_runs_the_demo_and_the_first_example(
-    dists: tuple[Path, Path], tmp_path: Path
-) -> None:
-    wheel = dists[1]
+def _install_and_run(wheel: Path, tmp_path: Path) -> None:
+    """The wheel in a fresh environment, away from the checkout: the demo and the README's first example."""
     venv, away = tmp_path / "venv", tmp_path / "elsewhere"
     away.mkdir()
     if HAS_UV:
