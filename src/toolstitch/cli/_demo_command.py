@@ -7,12 +7,14 @@ when the endpoint failed.
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 import openai
 
 from ._demo import REMOTE_MODEL, run_demo
-from ._output import fail
+from ._demo_responses import run_responses_demo
+from ._output import SafeOutput, fail
 
 __all__ = ["add_command"]
 
@@ -21,6 +23,11 @@ def _run(args: argparse.Namespace) -> int:
     if args.web:
         return _serve_web(args)
     try:
+        if args.api == "responses":
+            local = True if args.local else None
+            return run_responses_demo(
+                model=args.model, json_output=args.json, local=local, out=SafeOutput(sys.stdout)
+            )
         return run_demo(model=args.model, json_output=args.json, local=True if args.local else None)
     except openai.OpenAIError as exc:
         return fail("demo", f"{type(exc).__name__}: {exc}")
@@ -68,6 +75,12 @@ def add_command(subparsers: Any) -> None:
         "--model", metavar="M", help=f"model name (default: {REMOTE_MODEL} on a real endpoint)"
     )
     parser.add_argument("--json", action="store_true", help="print a JSON report instead")
+    parser.add_argument(
+        "--api",
+        choices=("chat", "responses"),
+        default="chat",
+        help="the API the conversation uses: chat completions (default) or the Responses API",
+    )
     parser.add_argument(
         "--local", action="store_true", help="use the embedded local server even when OPENAI_API_KEY is set"
     )
