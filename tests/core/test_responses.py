@@ -258,6 +258,17 @@ def test_an_item_announced_twice_is_refused() -> None:
     assert AnomalyCode.ITEM_REPEATED in codes(acc)
 
 
+def test_an_item_of_another_id_claiming_a_calls_call_id_refuses_it() -> None:
+    events = response_events(CALLS)
+    find(events, "response.output_item.done", 0)["item"]["id"] = "fc_other"
+    acc = run(events)
+    assert [c.status for c in acc.tool_calls] == ["invalid", "ready"]  # no second call was opened
+    events = response_events(CALLS)
+    events[-1]["response"]["output"][1]["id"] = "fc_other"
+    acc = run(events)
+    assert [c.status for c in acc.tool_calls] == ["ready", "invalid"]
+
+
 def test_text_only_in_the_done_statements_is_read_whole() -> None:
     events = [e for e in response_events(CALLS) if e["type"] != "response.function_call_arguments.delta"]
     acc = run(events)

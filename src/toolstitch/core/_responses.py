@@ -768,6 +768,8 @@ class ResponseAccumulator(Accumulator):
         call_id = ifields.get("call_id")
         item = self._find(iid if type(iid) is str else None, call_id if type(call_id) is str else None)
         notes: list[Anomaly] = []
+        if item is None and self._claimed(call_id, "output_item.done", raw, out):
+            return
         if item is None:
             notes.append(
                 Anomaly(
@@ -788,6 +790,22 @@ class ResponseAccumulator(Accumulator):
         self._outputs.setdefault(item.output_index, item)
         self._settle(item, ifields, "output_item.done", raw, out)
         self._close(item, ifields.get("status"), "its response.output_item.done", raw, out)
+
+    def _claimed(self, call_id: Any, where: str, raw: Any, out: list[Event]) -> bool:
+        """An item of another (or no known) item id names the ``call_id`` of a call that streamed:
+        two items claim one call, so which text is the call's cannot be told. That call is refused,
+        and no second call is opened for the claim. True when that was the case."""
+        if type(call_id) is not str or not call_id:
+            return False
+        claimed = [c for c in self._by_call_calls() if c._id == call_id]
+        for call in claimed:
+            self._mismatch(
+                call, f"an item of another id in {where} claims its call_id {show(call_id)}", raw, out
+            )
+        return bool(claimed)
+
+    def _by_call_calls(self) -> list[ToolCall]:
+        return [item.call for item in self._by_call.values() if item.call is not None]
 
     def _close(self, item: _Item, status: Any, where: str, raw: Any, out: list[Event]) -> None:
         """The item's statement says it is done: ``completed`` closes it (it is sealed with the
@@ -982,6 +1000,8 @@ class ResponseAccumulator(Accumulator):
             iid = ifields.get("id")
             call_id = ifields.get("call_id")
             item = self._find(iid if type(iid) is str else None, call_id if type(call_id) is str else None)
+            if item is None and self._claimed(call_id, "the final response", raw, out):
+                continue
             if item is None or (item.call is not None and id(item.call) in listed):
                 notes: list[Anomaly] = []
                 if not self._whole:
