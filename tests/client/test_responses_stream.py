@@ -23,7 +23,7 @@ from openai.types.responses import Response
 import toolstitch as ts
 from toolstitch.errors import ContractViolation, IncompleteStreamError, UnknownTool, UnstitchedStreamWarning
 from toolstitch.events import StreamEnded, ToolCallReady
-from toolstitch.testing import LocalServer, StreamScript, response_events
+from toolstitch.testing import LocalServer, StreamScript, response_events, sse_body
 
 WEATHER = {
     "type": "function",
@@ -319,3 +319,22 @@ def test_recording_a_responses_stream_says_which_reader(server: LocalServer, tmp
     assert header["type"] == "header"
     assert json.dumps(header).count('"api": "responses"') == 1
     assert sum(r["type"] == "chunk" for r in records) == len(EVENTS)
+
+
+def test_a_body_as_openai_sends_it_is_read_whole(server: LocalServer) -> None:
+    """Raw SSE as OpenAI sent it in 2025: ``obfuscation`` on every delta, a reasoning item without
+    summary, usage without the ``cache_write_tokens`` a newer SDK declares required. The response
+    is built as the SDK builds its own (no validation error, no anomaly)."""
+    events = json.loads(json.dumps(response_events(CALLS[:1], reasoning="")))
+    for event in events:
+        if event["type"].endswith(".delta"):
+            event["obfuscation"] = "Zq9"
+    del events[-1]["response"]["usage"]["input_tokens_details"]["cache_write_tokens"]
+    body = sse_body(events, done=False).decode()
+    server.enqueue(StreamScript.from_sse(body, fragment=7))
+    stream = ts.wrap(server.client()).responses.create(model="m", input="hi", tools=TOOLS, stream=True)
+    assert [c.status for c in stream.until_done().tool_calls] == ["ready"]
+    response = stream.get_final_response()
+    assert isinstance(response, Response) and response.usage is not None
+    assert response.output[-1].call_id == "call_1"  # type: ignore[union-attr]
+    assert stream.anomalies == []

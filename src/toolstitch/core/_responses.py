@@ -1090,10 +1090,15 @@ class ResponseAccumulator(Accumulator):
                 why = "the stream ended without response.completed"
             else:
                 why = f"the response ended {self.status}"
-            raise IncompleteStreamError(why, partial=cls.construct(**data), tool_calls=self.calls())
+            raise IncompleteStreamError(why, partial=_build(cls, data), tool_calls=self.calls())
         try:
             return cls.model_validate(data)
         except Exception as exc:
+            # Built as the SDK builds the responses it hands out (``construct_type``: lenient, no
+            # validation), so a field a newer SDK requires and the server did not send is no loss.
+            built = _build(cls, data)
+            if built is not None:
+                return built
             message = str(exc) if isinstance(exc, ValidationError) else f"{type(exc).__name__}: {exc}"
             self._record(
                 Anomaly(
@@ -1167,6 +1172,17 @@ class ResponseAccumulator(Accumulator):
             return entry
         except Exception:
             return entry
+
+
+def _build(cls: Any, data: dict[str, Any]) -> Any:
+    """``data`` as the SDK's ``Response``, built the way the SDK builds the ones it hands out (its
+    ``construct_type``: nested models, no validation); None when even that fails."""
+    try:
+        from openai._models import construct_type
+
+        return construct_type(type_=cls, value=data)
+    except Exception:
+        return None
 
 
 def _fault_note(exc: BaseException, doing: str) -> Anomaly:
