@@ -78,6 +78,14 @@ async def main() -> None:
     for event in sync.chat.completions.create(model="m", messages=[], stream=True).events():
         reveal_type(event)  # event
 
+    reveal_type(sync.responses.create(model="m", input="x", stream=True))  # responses stream
+    reveal_type(sync.responses.create(model="m", input="x"))  # response
+    reveal_type(await aio.responses.create(model="m", input="x", stream=True))  # async responses stream
+    with sync.responses.create(model="m", input="x", stream=True) as rstream:
+        reveal_type(rstream.get_final_response())  # final response
+    with sync.responses.stream(model="m", input="x") as rhelper:
+        reveal_type(rhelper.toolstitch)  # responses helper stitched
+
     ok: openai.OpenAI = sync  # the wrapped client is usable where the client's type is expected
     ok_async: openai.AsyncOpenAI = aio
     ok_azure: openai.AzureOpenAI = azure
@@ -108,6 +116,11 @@ EXPECTED: dict[str, str | tuple[str, ...]] = {
     "async stitch": "toolstitch.client._stream.AsyncStitchedStream",
     "calls_of": "list[toolstitch.core._call.ToolCall]",
     "event": "toolstitch.core._events.ToolCallReady",
+    "responses stream": "toolstitch.client._responses_stream.StitchedResponseStream",
+    "response": "openai.types.responses.response.Response",
+    "async responses stream": "toolstitch.client._responses_stream.AsyncStitchedResponseStream",
+    "final response": "openai.types.responses.response.Response",
+    "responses helper stitched": "toolstitch.client._responses_stream.StitchedResponseStream",
     "union": ("toolstitch.client._types.StitchedOpenAI", "toolstitch.client._types.AsyncStitchedOpenAI"),
 }
 

@@ -56,6 +56,8 @@ from ._responses import (
 from ._stream import AsyncStitchedStream, StitchedStream
 
 if TYPE_CHECKING:
+    from openai.types.responses import Response
+
     from ._wrap import _Options
 
 __all__ = [
@@ -80,7 +82,7 @@ class StitchedResponseStream(StitchedStream):
 
     accumulator: ResponseAccumulator
 
-    def get_final_response(self) -> Any:
+    def get_final_response(self) -> Response:
         """Consume what is left, then build the SDK's ``Response``.
 
         Raises :class:`~toolstitch.errors.IncompleteStreamError` when the stream did not end with
@@ -89,7 +91,8 @@ class StitchedResponseStream(StitchedStream):
         """
         if not self.accumulator.ended:
             self.until_done()
-        return self.accumulator.get_final_response()
+        response: Response = self.accumulator.get_final_response()
+        return response
 
     def get_final_completion(self) -> Any:
         """A Responses stream has no ``ChatCompletion``: use :meth:`get_final_response`."""
@@ -101,11 +104,12 @@ class AsyncStitchedResponseStream(AsyncStitchedStream):
 
     accumulator: ResponseAccumulator
 
-    async def get_final_response(self) -> Any:
+    async def get_final_response(self) -> Response:
         """Consume what is left, then build the SDK's ``Response`` (see the sync twin)."""
         if not self.accumulator.ended:
             await self.until_done()
-        return self.accumulator.get_final_response()
+        response: Response = self.accumulator.get_final_response()
+        return response
 
     async def get_final_completion(self) -> Any:
         """A Responses stream has no ``ChatCompletion``: use :meth:`get_final_response`."""

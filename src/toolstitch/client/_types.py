@@ -10,6 +10,9 @@ under ``TYPE_CHECKING``; nothing is defined at run time): ``wrap(OpenAI())`` is 
 Every other attribute keeps the SDK's own type (``with_raw_response`` and
 ``with_streaming_response`` parse to what the SDK declares, ``openai.Stream[ChatCompletionChunk]``,
 which the stitched stream is: narrow with ``isinstance(s, ts.StitchedStream)``).
+``responses.create(..., stream=True)`` is a :class:`~toolstitch.StitchedResponseStream` (async: the
+async twin) and ``responses.stream(...)`` enters to the SDK's helper stream with ``toolstitch`` and
+``tool_calls``.
 
 ``create`` and ``stream`` are declared with ``*args``/``**kwargs`` (beside ``stream``): spelling out
 the SDK's forty-odd parameters would tie these stubs to one openai release, and the SDK's own
@@ -33,14 +36,23 @@ if TYPE_CHECKING:
         ChatCompletionStream,
         ChatCompletionStreamManager,
     )
+    from openai.lib.streaming.responses import (
+        AsyncResponseStream,
+        AsyncResponseStreamManager,
+        ResponseStream,
+        ResponseStreamManager,
+    )
     from openai.resources.chat import AsyncChat, AsyncCompletions, Chat, Completions
+    from openai.resources.responses import AsyncResponses, Responses
     from openai.types.chat import ChatCompletion
+    from openai.types.responses import Response
     from typing_extensions import TypedDict
 
     from ..core._anomaly import Anomaly
     from ..core._call import ToolCall
     from ..core._limits import Limits
     from ..recording._recorder import Redact
+    from ._responses_stream import AsyncStitchedResponseStream, StitchedResponseStream
     from ._stream import AsyncStitchedStream, StitchedStream
 
     class WrapOptions(TypedDict, total=False):
@@ -122,17 +134,77 @@ if TYPE_CHECKING:
         @property
         def completions(self) -> AsyncStitchedCompletions: ...
 
+    class StitchedResponseHelperStream(ResponseStream[Any]):
+        """The SDK's ``responses.stream(...)`` helper stream of a wrapped client."""
+
+        @property
+        def toolstitch(self) -> StitchedResponseStream: ...
+        @property
+        def tool_calls(self) -> list[ToolCall]: ...
+        @property
+        def anomalies(self) -> list[Anomaly]: ...
+
+    class AsyncStitchedResponseHelperStream(AsyncResponseStream[Any]):
+        """The async twin of :class:`StitchedResponseHelperStream`."""
+
+        @property
+        def toolstitch(self) -> AsyncStitchedResponseStream: ...
+        @property
+        def tool_calls(self) -> list[ToolCall]: ...
+        @property
+        def anomalies(self) -> list[Anomaly]: ...
+
+    class StitchedResponseStreamManager(ResponseStreamManager[Any]):
+        def __enter__(self) -> StitchedResponseHelperStream: ...
+
+    class AsyncStitchedResponseStreamManager(AsyncResponseStreamManager[Any]):
+        async def __aenter__(self) -> AsyncStitchedResponseHelperStream: ...
+
+    class StitchedResponses(Responses):
+        """``responses`` of a wrapped sync client."""
+
+        @overload  # type: ignore[override]
+        def create(self, *args: Any, stream: Literal[True], **kwargs: Any) -> StitchedResponseStream: ...
+        @overload
+        def create(self, *args: Any, stream: Literal[False] | None = ..., **kwargs: Any) -> Response: ...
+        @overload
+        def create(self, *args: Any, stream: bool, **kwargs: Any) -> Response | StitchedResponseStream: ...
+        def create(self, *args: Any, **kwargs: Any) -> Any: ...
+        def stream(self, *args: Any, **kwargs: Any) -> StitchedResponseStreamManager: ...
+
+    class AsyncStitchedResponses(AsyncResponses):
+        """``responses`` of a wrapped async client."""
+
+        @overload  # type: ignore[override]
+        async def create(
+            self, *args: Any, stream: Literal[True], **kwargs: Any
+        ) -> AsyncStitchedResponseStream: ...
+        @overload
+        async def create(
+            self, *args: Any, stream: Literal[False] | None = ..., **kwargs: Any
+        ) -> Response: ...
+        @overload
+        async def create(
+            self, *args: Any, stream: bool, **kwargs: Any
+        ) -> Response | AsyncStitchedResponseStream: ...
+        async def create(self, *args: Any, **kwargs: Any) -> Any: ...
+        def stream(self, *args: Any, **kwargs: Any) -> AsyncStitchedResponseStreamManager: ...
+
     class StitchedOpenAI(OpenAI):
         """``wrap(OpenAI(...))``."""
 
         @property
         def chat(self) -> StitchedChat: ...
+        @property
+        def responses(self) -> StitchedResponses: ...
 
     class AsyncStitchedOpenAI(AsyncOpenAI):
         """``wrap(AsyncOpenAI(...))``."""
 
         @property
         def chat(self) -> AsyncStitchedChat: ...
+        @property
+        def responses(self) -> AsyncStitchedResponses: ...
 
     class StitchedAzureOpenAI(StitchedOpenAI, AzureOpenAI):
         """``wrap(AzureOpenAI(...))``: an ``AzureOpenAI`` and a :class:`StitchedOpenAI`."""
