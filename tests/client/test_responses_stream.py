@@ -18,10 +18,17 @@ import openai
 import pytest
 
 pytest.importorskip("openai.types.responses", reason="this openai release has no Responses API")
-from openai.types.responses import Response
+from openai._models import construct_type
+from openai.types.responses import Response, ResponseStreamEvent
 
 import toolstitch as ts
-from toolstitch.errors import ContractViolation, IncompleteStreamError, UnknownTool, UnstitchedStreamWarning
+from toolstitch.errors import (
+    ContractViolation,
+    IncompleteStreamError,
+    UnknownTool,
+    UnsafeToolCallError,
+    UnstitchedStreamWarning,
+)
 from toolstitch.events import StreamEnded, ToolCallReady
 from toolstitch.testing import LocalServer, StreamScript, response_events, sse_body
 
@@ -338,3 +345,42 @@ def test_a_body_as_openai_sends_it_is_read_whole(server: LocalServer) -> None:
     assert isinstance(response, Response) and response.usage is not None
     assert response.output[-1].call_id == "call_1"  # type: ignore[union-attr]
     assert stream.anomalies == []
+
+
+# --------------------------------------------------------------------------- ts.stitch and the guard
+
+
+def test_stitch_reads_responses_events_from_anywhere() -> None:
+    events = response_events(CALLS)
+    for source in (events, [construct_type(type_=ResponseStreamEvent, value=e) for e in events]):
+        stream = ts.stitch(source, tools=TOOLS, api="responses")
+        assert isinstance(stream, ts.StitchedResponseStream)
+        assert list(stream) == list(source)  # the events as given, unchanged
+        assert [c.status for c in stream.tool_calls] == ["ready", "ready"]
+        assert stream.get_final_response().status == "completed"
+    stream = ts.stitch(
+        events, tools=[TIME], tool_choice={"type": "function", "name": "get_time"}, api="responses"
+    )
+    assert [c.status for c in stream.until_done().tool_calls] == ["invalid", "ready"]
+
+
+async def test_stitch_reads_an_async_source() -> None:
+    async def source() -> Any:
+        for event in response_events(CALLS, status="incomplete"):
+            yield event
+
+    stream = ts.stitch(source(), tools=TOOLS, api="responses")
+    assert isinstance(stream, ts.AsyncStitchedResponseStream)
+    await stream.until_done()
+    assert [c.status for c in stream.tool_calls] == ["incomplete", "incomplete"]
+
+
+def test_the_guard_refuses_a_response_with_a_call_that_is_not_ready(server: LocalServer) -> None:
+    server.enqueue(script(), script())
+    client = ts.wrap(server.client(), guard=True)
+    with pytest.raises(UnsafeToolCallError):
+        list(client.responses.create(model="m", input="hi", tools=[WEATHER], stream=True))
+    stream = client.responses.create(model="m", input="hi", tools=TOOLS, stream=True)
+    assert [c.status for c in stream.until_done().tool_calls] == ["ready", "ready"]
+    with pytest.raises(UnsafeToolCallError):
+        list(ts.stitch(response_events(CALLS), tools=[WEATHER], api="responses", guard=True))

@@ -169,7 +169,7 @@ def stitched_responses(
         empty_arguments=opts.empty_arguments,
         started_at=started,
     )
-    stream = cls(sdk_result, accumulator, request=request)
+    stream = cls(sdk_result, accumulator, request=request, guard=opts.guard)
     if opts.record is not None:
         stream.record(recording_path(opts.record), redact=opts.redact)
     return stream

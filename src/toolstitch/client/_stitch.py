@@ -34,7 +34,9 @@ from pydantic import BaseModel
 from ..core._call import now
 from ..core._limits import Limits
 from ..recording._contract import given_contract
+from ..recording._responses_contract import given_responses_contract, responses_accumulator
 from ._fast import Decode, stream_from_bytes
+from ._responses_stream import AsyncStitchedResponseStream, StitchedResponseStream
 from ._stream import AsyncStitchedStream, StitchedStream
 
 __all__ = ["stitch"]
@@ -53,6 +55,7 @@ def stitch(
     recover_text_tool_calls: bool = False,
     decode: Decode | None = None,
     guard: bool = False,
+    api: Literal["chat", "responses"] = "chat",
 ) -> AsyncStitchedStream: ...
 @overload
 def stitch(
@@ -67,6 +70,7 @@ def stitch(
     recover_text_tool_calls: bool = False,
     decode: Decode | None = None,
     guard: bool = False,
+    api: Literal["chat", "responses"] = "chat",
 ) -> StitchedStream: ...
 
 
@@ -82,6 +86,7 @@ def stitch(
     recover_text_tool_calls: bool = False,
     decode: Decode | None = None,
     guard: bool = False,
+    api: Literal["chat", "responses"] = "chat",
 ) -> StitchedStream | AsyncStitchedStream:
     """Stitch any iterable (or async iterable) of chunks into a :class:`StitchedStream`
     (:class:`AsyncStitchedStream`), the stream object ``wrap`` returns.
@@ -97,6 +102,11 @@ def stitch(
     ``guard=True`` raises :class:`~toolstitch.errors.UnsafeToolCallError` in place of a chunk that
     finishes a choice holding a call that is not ``ready`` (as ``wrap(client, guard=True)``).
 
+    ``api="responses"`` reads Responses API events instead (the SDK's ``ResponseStreamEvent``
+    objects, or dicts): the stream is a :class:`~toolstitch.StitchedResponseStream` (async: its
+    twin), with ``get_final_response()``; ``tools`` and ``tool_choice`` in this API's flat shape or
+    the chat one (``function_call``, ``recover_text_tool_calls`` and ``decode`` are chat's only).
+
     ``decode="fast"`` (or ``"sdk"``) reads ``chunks`` as the raw bytes of a streamed response body
     (an iterable or async iterable of ``bytes``, such as ``httpx``'s ``iter_bytes()``), decoded
     exactly as the SDK decodes a response (``[DONE]``, in-band errors raised as
@@ -108,6 +118,10 @@ def stitch(
             "pass [chunk] to stitch a single one"
         )
     started = now()
+    if api == "responses":
+        return _responses(chunks, tools, tool_choice, parallel_tool_calls, limits, empty_arguments, guard)
+    if api != "chat":
+        raise ValueError(f'api must be "chat" or "responses", not {api!r}')
     if decode is not None:
         chunks = stream_from_bytes(chunks, decode=decode)
     contract = given_contract(tools, tool_choice, function_call, parallel_tool_calls)  # tools read once
@@ -135,6 +149,40 @@ def stitch(
     if reads_sync:
         return StitchedStream(chunks, accumulator, request=request, guard=guard)
     raise TypeError(f"stitch() takes an iterable or async iterable of chunks, got {type(chunks).__name__}")
+
+
+def _responses(
+    events: Iterable[Any] | AsyncIterable[Any],
+    tools: Iterable[Any] | None,
+    tool_choice: Any,
+    parallel_tool_calls: bool | None,
+    limits: Limits | None,
+    empty_arguments: Literal["invalid", "object"],
+    guard: bool,
+) -> StitchedStream | AsyncStitchedStream:
+    """``stitch(events, api="responses")``: the Responses reader over any (async) iterable."""
+    started = now()
+    contract = given_responses_contract(tools, tool_choice, parallel_tool_calls)
+    request: dict[str, Any] = {}
+    for key, value in (
+        ("tools", contract.tools if contract.unreadable is None else tools),
+        ("tool_choice", tool_choice),
+        ("parallel_tool_calls", parallel_tool_calls),
+    ):
+        if value is not None:
+            request[key] = value
+    accumulator = responses_accumulator(
+        contract, limits=limits, empty_arguments=empty_arguments, started_at=started
+    )
+    kind = type(events)
+    reads_async, reads_sync = hasattr(kind, "__aiter__"), hasattr(kind, "__iter__")
+    if reads_async and reads_sync:
+        reads_async = _in_event_loop()
+    if reads_async:
+        return AsyncStitchedResponseStream(events, accumulator, request=request, guard=guard)
+    if reads_sync:
+        return StitchedResponseStream(events, accumulator, request=request, guard=guard)
+    raise TypeError(f"stitch() takes an iterable or async iterable of events, got {type(events).__name__}")
 
 
 def _in_event_loop() -> bool:
