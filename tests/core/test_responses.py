@@ -425,6 +425,23 @@ def test_a_clean_end_without_response_completed_leaves_calls_incomplete() -> Non
     assert AnomalyCode.RESPONSE_NOT_COMPLETED in codes(acc)
 
 
+def test_a_call_announced_after_the_final_event_never_runs() -> None:
+    late = [
+        e for e in response_events([("call_9", "get_time", '{"tz": "UTC"}')]) if "item_id" in e or "item" in e
+    ]
+    for event in late:
+        if isinstance(event.get("item"), dict):
+            event["item"]["id"] = "fc_late"
+        if "item_id" in event:
+            event["item_id"] = "fc_late"
+    acc = run([*response_events(CALLS), *late])
+    assert {c.id: c.status for c in acc.tool_calls} == {
+        "call_1": "ready",
+        "call_2": "ready",
+        "call_9": "incomplete",
+    }
+
+
 def test_response_completed_with_another_status_is_not_completed() -> None:
     events = response_events(CALLS)
     events[-1]["response"]["status"] = "incomplete"

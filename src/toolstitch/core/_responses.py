@@ -1041,22 +1041,27 @@ class ResponseAccumulator(Accumulator):
         events: list[Event] = []
         try:
             open_calls = self._open_calls()
-            if self.status is None and (open_calls or error is None):
-                if error is not None:
-                    why = f"the stream failed ({type(error).__name__}) before the response completed"
-                elif closed:
-                    why = "the stream was closed before the response completed"
-                else:
-                    why = "the stream ended without response.completed"
-                if not closed:
-                    self._record(Anomaly(AnomalyCode.RESPONSE_NOT_COMPLETED, why), None, events)
-                t = self._clock()
-                for call in open_calls:
-                    call._metrics.sealed_at = t
-                    call._mark_incomplete(why)
-                    events.append(ToolCallIncomplete(call))
-        except Exception:  # fail closed: the accumulator's end marks whatever is still open
-            pass
+            if self.status is not None:
+                # Opened after the response's final event (which sealed or refused every call it
+                # knew): nothing of it was confirmed, so it never runs. (The accumulator's own end
+                # would seal it on the strength of a clean end.)
+                why = "the call arrived after the response's final event"
+            elif error is not None:
+                why = f"the stream failed ({type(error).__name__}) before the response completed"
+            elif closed:
+                why = "the stream was closed before the response completed"
+            else:
+                why = "the stream ended without response.completed"
+            if self.status is None and not closed:
+                self._record(Anomaly(AnomalyCode.RESPONSE_NOT_COMPLETED, why), None, events)
+            t = self._clock()
+            for call in open_calls:
+                call._metrics.sealed_at = t
+                call._mark_incomplete(why)
+                events.append(ToolCallIncomplete(call))
+        except Exception:  # fail closed: nothing still open may be sealed by the end
+            for call in self._open_calls():
+                call._mark_incomplete("toolstitch failed while ending the stream")
         events.extend(super().end(error, closed=closed))
         return events
 
