@@ -5,8 +5,10 @@ thing, such as OpenTelemetry's tracer provider, cannot leak into another page), 
 own namespace and its own empty working directory, without ``OPENAI_API_KEY``: a block must stand
 alone, as a user pastes it. The page on many workers gets ``DATABASE_URL`` from a throwaway
 PostgreSQL cluster. Every fenced block must name its language; only ``python`` blocks run (shell,
-output, JSON and the like are not Python and are not run). Where a page promises an output, the tests
-at the end check it.
+output, JSON and the like are not Python and are not run). A block that needs a framework this suite
+does not install is fenced ```` ```python interop ```` (``interop instructor``: instructor's own
+environment): interop/ runs it, with the framework (``./dev interop``), and here it is only checked to
+be on the page interop/ reads. Where a page promises an output, the tests at the end check it.
 """
 
 from __future__ import annotations
@@ -30,6 +32,10 @@ from tests.conftest import ROOT
 PAGES = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md"))]
 #: Languages of blocks that are not run: they are not Python.
 NOT_PYTHON = frozenset({"bash", "sh", "shell", "console", "text", "json", "jsonc", "yaml", "toml", "sql"})
+#: What may follow ``python`` in a fence: the environment of interop/ that runs the block instead.
+INTEROP = {("interop",): "frameworks", ("interop", "instructor"): "instructor"}
+#: The page whose interop blocks interop/ runs (interop/test_docs.py, interop/test_instructor.py).
+INTEROP_PAGE = ROOT / "docs" / "frameworks.md"
 _FENCE = re.compile(r"^(`{3,})(.*)$")
 
 
@@ -40,10 +46,17 @@ class Block:
     language: str
     code: str
     heading: str
+    runner: tuple[str, ...] = ()
+    """The words after the language: ``("interop",)`` for a block interop/ runs instead."""
 
     @property
     def id(self) -> str:
         return f"{self.page.relative_to(ROOT).as_posix()}:{self.line}"
+
+
+def runs_here(block: Block) -> bool:
+    """A ``python`` block this suite runs (not one left to interop/)."""
+    return block.language == "python" and not block.runner
 
 
 def blocks(page: Path) -> list[Block]:
@@ -60,17 +73,19 @@ def blocks(page: Path) -> list[Block]:
                 heading = line.lstrip("#").strip()
             i += 1
             continue
-        ticks, language = fence.group(1), fence.group(2).strip()
+        ticks, info = fence.group(1), fence.group(2).split()
+        language, runner = (info[0], tuple(info[1:])) if info else ("", ())
         end = i + 1
         while end < len(lines) and lines[end].rstrip() != ticks:
             end += 1
-        found.append(Block(page, i + 1, language, "\n".join(lines[i + 1 : end]) + "\n", heading))
+        code = "\n".join(lines[i + 1 : end]) + "\n"
+        found.append(Block(page, i + 1, language, code, heading, runner))
         i = end + 1
     return found
 
 
 ALL_BLOCKS = [block for page in PAGES for block in blocks(page)]
-PYTHON = [block for block in ALL_BLOCKS if block.language == "python"]
+PYTHON = [block for block in ALL_BLOCKS if runs_here(block)]
 
 # Runs each block given as JSON on argv[1] in a fresh namespace and directory; writes the results.
 _RUNNER = r"""
@@ -116,7 +131,7 @@ def _stop_clusters() -> Iterator[None]:
 @functools.cache
 def run_page(page: Path) -> tuple[dict[str, Any], ...]:
     """Run every python block of ``page`` in one fresh process; one result per block."""
-    code = [{"id": b.id, "code": b.code} for b in blocks(page) if b.language == "python"]
+    code = [{"id": b.id, "code": b.code} for b in blocks(page) if runs_here(b)]
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
     env["PYTHONPATH"] = str(ROOT / "src") + os.pathsep + env.get("PYTHONPATH", "")
     if "DATABASE_URL" in page.read_text(encoding="utf-8"):
@@ -139,7 +154,7 @@ def run_page(page: Path) -> tuple[dict[str, Any], ...]:
 def output(page: str, heading: str) -> str:
     """What the python block under ``heading`` of ``page`` printed (it must be the only one there)."""
     path = ROOT / page
-    python = [b for b in blocks(path) if b.language == "python"]
+    python = [b for b in blocks(path) if runs_here(b)]
     [position] = [n for n, b in enumerate(python) if b.heading == heading]
     result = run_page(path)[position]
     assert result["ok"], result["error"]
@@ -150,6 +165,9 @@ def output(page: str, heading: str) -> str:
 def test_every_block_names_its_language(block: Block) -> None:
     assert block.language, "say what the block is (```python, ```bash, ```text, …)"
     assert block.language == "python" or block.language in NOT_PYTHON, block.language
+    if block.runner:  # only a python block can be left to interop/, and only on the page it reads
+        assert block.language == "python" and block.runner in INTEROP, block.runner
+        assert block.page == INTEROP_PAGE, f"interop/ runs the interop blocks of {INTEROP_PAGE.name} only"
 
 
 @pytest.mark.parametrize("block", PYTHON, ids=lambda b: b.id)
@@ -157,7 +175,7 @@ def test_every_python_block_runs(block: Block) -> None:
     if block.page.name == "responses.md":
         # The Responses API came in openai 1.66; the release matrix also runs the declared floor.
         pytest.importorskip("openai.types.responses", reason="this openai release has no Responses API")
-    python = [b for b in blocks(block.page) if b.language == "python"]
+    python = [b for b in blocks(block.page) if runs_here(b)]
     result = run_page(block.page)[python.index(block)]
     assert result["ok"], f"{block.id} (under {block.heading!r}) failed:\n{result['error']}"
 
@@ -168,7 +186,7 @@ def test_the_readme_is_for_users() -> None:
     head = readme.split("\n## ", 1)[0]
     assert "pip install toolstitch" in head
     assert 'pip install "toolstitch[postgres]"' in head and 'pip install "toolstitch[otel]"' in head
-    first = next(b for b in blocks(ROOT / "README.md") if b.language == "python")
+    first = next(b for b in blocks(ROOT / "README.md") if runs_here(b))
     assert len(first.code.splitlines()) <= 15
     for page in ("docs/refusals.md", "docs/streaming.md", "docs/production.md", "docs/workers.md"):
         assert f"]({page})" in readme, page
@@ -290,3 +308,9 @@ def test_many_workers_run_the_call_once() -> None:
         "worker A ok booked Chez Léon for 2 ran",
         "worker B ok booked Chez Léon for 2 reused",
     ]
+
+
+def test_the_guard_hands_on_every_chunk_but_the_finish() -> None:
+    lines = output("docs/frameworks.md", "What a framework raises with `guard=True`").splitlines()
+    assert lines[:-1] and set(lines[:-1]) == {"chunk, finish_reason: None"}
+    assert lines[-1] == """refused: get_weather invalid MalformedArguments '{"city": "Par'"""

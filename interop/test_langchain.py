@@ -1,0 +1,119 @@
+"""langchain-openai: ``ChatOpenAI(root_client=wrapped, client=wrapped.chat.completions, ...)`` (and
+the async twins), ``bind_tools(...).stream()`` / ``.astream()`` in a tool loop written as the
+langchain docs write it, plain and wrapped; guarded, an unsafe stream runs no tool and
+``UnsafeToolCallError`` itself comes out of ``stream()``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
+from langchain_core.tools import StructuredTool
+from langchain_openai import ChatOpenAI
+
+import toolstitch as ts
+from conftest import (
+    MODEL,
+    QUESTION,
+    UNSAFE,
+    Conversation,
+    Tools,
+    assert_refused,
+    assert_same_and_stitched,
+    enqueue_conversation,
+)
+from toolstitch.errors import UnsafeToolCallError
+from toolstitch.testing import LocalServer, StreamScript
+
+
+def model(sync: Any, asynchronous: Any, tools: Tools) -> Any:
+    llm = ChatOpenAI(
+        model=MODEL,
+        api_key="test",
+        root_client=sync,
+        client=sync.chat.completions,
+        root_async_client=asynchronous,
+        async_client=asynchronous.chat.completions,
+    )
+    return llm.bind_tools(
+        [StructuredTool.from_function(tools.get_weather), StructuredTool.from_function(tools.add)]
+    )
+
+
+def loop(llm: Any, tools: Tools) -> Any:
+    messages: list[BaseMessage] = [HumanMessage(QUESTION)]
+    while True:
+        message = None
+        for piece in llm.stream(messages):
+            message = piece if message is None else message + piece
+        messages.append(message)
+        if not message.tool_calls:
+            return message.content
+        for call in message.tool_calls:
+            messages.append(ToolMessage(str(tools.run(call["name"], call["args"])), tool_call_id=call["id"]))
+
+
+async def aloop(llm: Any, tools: Tools) -> Any:
+    messages: list[BaseMessage] = [HumanMessage(QUESTION)]
+    while True:
+        message = None
+        async for piece in llm.astream(messages):
+            message = piece if message is None else message + piece
+        messages.append(message)
+        if not message.tool_calls:
+            return message.content
+        for call in message.tool_calls:
+            messages.append(ToolMessage(str(tools.run(call["name"], call["args"])), tool_call_id=call["id"]))
+
+
+def clients(server: LocalServer, **options: Any) -> tuple[Any, Any]:
+    if not options:
+        return server.client(), server.async_client()
+    return ts.wrap(server.client(), **options), ts.wrap(server.async_client(), **options)
+
+
+def test_the_conversation_is_the_same_and_every_stream_stitched(server: LocalServer, tmp_path: Path) -> None:
+    runs = []
+    for folder in (None, tmp_path):
+        sent = enqueue_conversation(server)
+        tools = Tools()
+        options = {} if folder is None else {"record": folder}
+        output = loop(model(*clients(server, **options), tools), tools)
+        runs.append(Conversation(server.requests[sent:], tools.runs, output, folder))
+    assert runs[0].output == "It is sunny in Paris."
+    assert_same_and_stitched(*runs)
+
+
+async def test_the_async_conversation_is_the_same_and_every_stream_stitched(
+    server: LocalServer, tmp_path: Path
+) -> None:
+    runs = []
+    for folder in (None, tmp_path):
+        sent = enqueue_conversation(server)
+        tools = Tools()
+        options = {} if folder is None else {"record": folder}
+        output = await aloop(model(*clients(server, **options), tools), tools)
+        runs.append(Conversation(server.requests[sent:], tools.runs, output, folder))
+    assert_same_and_stitched(*runs)
+
+
+@pytest.mark.parametrize("case", sorted(UNSAFE))
+def test_guarded_an_unsafe_stream_runs_nothing_and_fails_the_loop(server: LocalServer, case: str) -> None:
+    sent = len(server.requests)
+    server.enqueue(StreamScript(UNSAFE[case]))
+    tools = Tools()
+    with pytest.raises(UnsafeToolCallError) as caught:
+        loop(model(*clients(server, guard=True), tools), tools)
+    assert_refused(caught.value, case, tools, server, sent)
+
+
+@pytest.mark.parametrize("case", sorted(UNSAFE))
+async def test_guarded_an_unsafe_async_stream_runs_nothing(server: LocalServer, case: str) -> None:
+    sent = len(server.requests)
+    server.enqueue(StreamScript(UNSAFE[case]))
+    tools = Tools()
+    with pytest.raises(UnsafeToolCallError) as caught:
+        await aloop(model(*clients(server, guard=True), tools), tools)
+    assert_refused(caught.value, case, tools, server, sent)
