@@ -1,8 +1,8 @@
 """Reading a streamed request once, and dressing an SDK ``create`` that intercepts it.
 
-The same two steps as ``_wrap._read_request`` and ``_wrap._creator`` (the chat paths), for the paths
-that live in modules ``_wrap`` imports (``_responses_stream``), so that no module imports ``_wrap``
-back (no import cycle, ``tests/test_architecture.py``).
+Every intercepted ``create`` (chat completions in ``_wrap``, the Responses API in
+``_responses_stream``) goes through these two: a module of its own, so that no module imports
+``_wrap`` back (no import cycle, ``tests/test_architecture.py``).
 """
 
 from __future__ import annotations
@@ -18,10 +18,15 @@ __all__ = ["creator", "read_request"]
 
 
 def read_request(kwargs: dict[str, Any]) -> tuple[dict[str, Any], float]:
-    """The keyword arguments to send, and when the request started. ``tools`` given as any
-    iterable (a generator, ``dict.values()``, a tuple) are read here, once, into a list: that same
-    list goes to the SDK and to the checks (rule 10); what is not a sequence of tools is left as it
-    is, and the contract reader refuses every call."""
+    """The keyword arguments to send, and when the request started.
+
+    The request is the contract (rule 10). ``tools`` and ``functions`` given as any iterable (a
+    generator, ``dict.values()``, ``map``, a tuple) are read here, once, into a list, as the SDK
+    reads them; that same list goes to the SDK and to the checks, so every call is checked against
+    exactly the tools the model was offered (read twice, a generator would be sent by the SDK and be
+    empty for the check). What is not a sequence of tools (a mapping, a string) is left as it is:
+    the contract reader cannot read it and refuses every call.
+    """
     started = now()
     read: dict[str, list[Any]] = {}
     for key in ("tools", "functions"):

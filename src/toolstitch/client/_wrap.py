@@ -15,7 +15,7 @@ What it intercepts: every way the SDK streams chat completions, sync and async.
 =========================================================================  =========================
 
 Each of them also through ``client.with_options(...)`` and ``client.copy(...)`` (whose clients are
-wrapped the same way). Each streamed request is read once by :func:`_read_request`: its ``tools``
+wrapped the same way). Each streamed request is read once by :func:`~._request.read_request`: its ``tools``
 (and ``functions``), ``tool_choice`` and ``parallel_tool_calls``, from its keyword arguments or from
 ``extra_body`` over them, are the contract its calls are checked against (``recording._contract``:
 one that cannot be read refuses every call).
@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
@@ -68,15 +68,14 @@ if TYPE_CHECKING:
     )
 
 from ..core._accumulator import Accumulator
-from ..core._call import now
 from ..core._limits import Limits
 from ..errors import UnstitchedStreamWarning
 from ..recording._contract import read_contract
 from ..recording._recorder import Redact, recording_path, redact_parts
 from . import _lowlevel, _responses_stream
 from ._fast import Decode, install
-from ._lowlevel import streaming
 from ._proxy import Proxy, like, proxied_stream
+from ._request import creator, read_request
 from ._responses import (
     AsyncHelperManager,
     AsyncResponseManager,
@@ -182,7 +181,7 @@ class _Options:
         )
 
     def accumulator(self, request: Mapping[str, Any], started_at: float) -> Accumulator:
-        """An accumulator for one streamed request (``request`` as :func:`_read_request` made it),
+        """An accumulator for one streamed request (``request`` as :func:`~._request.read_request` made it),
         holding its calls to the request's contract as :func:`read_contract` reads it, wherever the
         SDK sends it from (keyword arguments, ``extra_body``); a contract that cannot be read
         refuses every call."""
@@ -197,52 +196,6 @@ class _Options:
 #: The SDK's raw responses: what a streamed request returns when it asks for one by header
 #: (``X-Stainless-Raw-Response``), as ``with_raw_response`` and ``with_streaming_response`` do.
 _RAW_RESPONSES = (LegacyAPIResponse, BaseAPIResponse)
-
-
-def _read_request(kwargs: dict[str, Any]) -> tuple[dict[str, Any], float]:
-    """The keyword arguments to send, and when the request started.
-
-    The request is the contract (rule 10). ``tools`` and ``functions`` given as any iterable (a
-    generator, ``dict.values()``, ``map``, a tuple) are read here, once, into a list, as the SDK
-    reads them; that same list goes to the SDK and to the accumulator, so every call is checked
-    against exactly the tools the model was offered (read twice, a generator would be sent by the
-    SDK and be empty for the check). What is not a sequence of tools (a mapping, a string) is left
-    as it is: the accumulator cannot read it as a contract and refuses every call. ``tool_choice``
-    (or legacy ``function_call``) and ``parallel_tool_calls`` go to the accumulator too, which
-    refuses the calls they forbid (``ContractViolation``).
-    """
-    started = now()
-    read: dict[str, list[Any]] = {}
-    for key in ("tools", "functions"):
-        value = kwargs.get(key)
-        if isinstance(value, Iterable) and not isinstance(value, list | str | bytes | bytearray | Mapping):
-            read[key] = list(value)
-    if read:
-        kwargs = {**kwargs, **read}
-    return kwargs, started
-
-
-def _creator(sdk_create: Any, awaits: bool, on_stream: Callable[[Any, dict[str, Any], float], Any]) -> Any:
-    """``create`` as the SDK defines it (name, docstring, signature), except that a streamed
-    request goes through :func:`_read_request` and its result through ``on_stream``. ``awaits``:
-    the SDK's ``create`` returns an awaitable (async clients; not ``with_streaming_response``)."""
-    if awaits:
-
-        async def acreate(*args: Any, **kwargs: Any) -> Any:
-            if not streaming(kwargs):
-                return await sdk_create(*args, **kwargs)
-            request, started = _read_request(kwargs)
-            return on_stream(await sdk_create(*args, **request), request, started)
-
-        return like(sdk_create, acreate)
-
-    def create(*args: Any, **kwargs: Any) -> Any:
-        if not streaming(kwargs):
-            return sdk_create(*args, **kwargs)
-        request, started = _read_request(kwargs)
-        return on_stream(sdk_create(*args, **request), request, started)
-
-    return like(sdk_create, create)
 
 
 # The proxies below each stand for one step of an attribute path of the SDK client
@@ -264,7 +217,7 @@ class _Completions(Proxy):
         def stitched(result: Any, request: dict[str, Any], started: float) -> Any:
             return opts.stitched(result, request, started, "chat.completions.create(stream=True)")
 
-        return _creator(self._target.create, opts.is_async, stitched)
+        return creator(self._target.create, opts.is_async, stitched)
 
     @property
     def stream(self) -> Any:
@@ -273,7 +226,7 @@ class _Completions(Proxy):
         manager = AsyncHelperManager if opts.is_async else HelperManager
 
         def stream(*args: Any, **kwargs: Any) -> Any:
-            request, started = _read_request(kwargs)
+            request, started = read_request(kwargs)
             return manager(sdk_stream(*args, **request), opts, request, started, "chat.completions.stream()")
 
         return like(sdk_stream, stream)
@@ -300,7 +253,7 @@ class _RawCompletions(Proxy):
         def raw(result: Any, request: dict[str, Any], started: float) -> Any:
             return RawResponse(result, opts, request, started, "with_raw_response.create(stream=True)")
 
-        return _creator(self._target.create, opts.is_async, raw)
+        return creator(self._target.create, opts.is_async, raw)
 
 
 class _StreamingCompletions(Proxy):
@@ -317,7 +270,7 @@ class _StreamingCompletions(Proxy):
         def managed(result: Any, request: dict[str, Any], started: float) -> Any:
             return manager(result, opts, request, started, "with_streaming_response.create(stream=True)")
 
-        return _creator(self._target.create, False, managed)  # the SDK returns the manager unawaited
+        return creator(self._target.create, False, managed)  # the SDK returns the manager unawaited
 
 
 class _Chat(Proxy):
