@@ -260,7 +260,7 @@ class Accumulator:
             metrics = self.metrics
             if self.ended:
                 self._record(
-                    Anomaly(AnomalyCode.CHUNK_AFTER_END, "a chunk arrived after the end", raw=chunk),
+                    Anomaly(AnomalyCode.CHUNK_AFTER_END, f"a {self._unit} arrived after the end", raw=chunk),
                     None,
                     out,
                 )
@@ -270,7 +270,7 @@ class Accumulator:
                     self._record(
                         Anomaly(
                             AnomalyCode.REPLAYED_CHUNK,
-                            f"chunk #{show(seq)} was already seen; dropped",
+                            f"{self._unit} #{show(seq)} was already seen; dropped",
                             raw=chunk,
                         ),
                         None,
@@ -289,11 +289,12 @@ class Accumulator:
             try:
                 if metrics.first_chunk_at is None:
                     metrics.first_chunk_at = self._now()
-                read_chunk(self, chunk, out, events)
+                self._read(chunk, out, events)
             except InBandError as exc:
                 # The SDK raises these itself; fed by hand, the chunk ends the input with the error.
                 self._reading = False
                 self._record(Anomaly(AnomalyCode.IN_BAND_ERROR, str(exc), raw=chunk), None, out)
+                self._in_band_error()
                 out.extend(self.end(exc))
             except Exception as exc:
                 # Which calls the chunk touched is unknown here: every open call may have lost a
@@ -304,6 +305,17 @@ class Accumulator:
         except Exception as exc:  # the last net: every finer one failed too
             return self._panic(exc)
         return out if events else _NO_EVENTS
+
+    _unit = "chunk"
+    """What one input is called in messages (``"event"`` for the Responses reader)."""
+
+    def _read(self, chunk: Any, out: list[Event], want: bool) -> None:
+        """Read one input: the one reader of chunks (``_read.py``). The Responses API's
+        accumulator reads its events here instead; everything around it is this class's."""
+        read_chunk(self, chunk, out, want)
+
+    def _in_band_error(self) -> None:
+        """An input carried an in-band error, which ends the stream (a hook for subclasses)."""
 
     def _now(self) -> float:
         """The current chunk's time: the clock is read once per chunk, and only when needed."""

@@ -65,7 +65,7 @@ from ._values import (
 if TYPE_CHECKING:
     from ._accumulator import Accumulator
 
-__all__ = ["ChoiceState", "read_chunk", "read_fragment"]
+__all__ = ["ChoiceState", "append_text", "read_chunk", "read_fragment"]
 
 
 class ChoiceState:
@@ -417,28 +417,7 @@ def read_fragment(
             if call._chars == 0:
                 argument_text(table, call, arguments, False, False, entry, notes)
         if text is not None:
-            size = len(text) if text.isascii() else text_size(text)
-            if status == "open" and not acc._charge(size, "argument text", state.index, events):
-                call._exceed(
-                    "max_stream_bytes", acc.limits.max_stream_bytes, "" if replace_all else text, acc._now()
-                )
-            else:
-                if replace_all:
-                    call._replace_arguments(text)
-                    kept = call._status == "open"
-                else:
-                    kept = call._append(text, size)
-                if kept:
-                    if want:
-                        _arguments_events(call, text, events)
-                elif status != "open" and call._error is not None and not acc._is_limit(call._error):
-                    notes.append(
-                        Anomaly(
-                            AnomalyCode.FRAGMENT_AFTER_FINISH,
-                            "argument text arrived for a sealed call; the call was refused",
-                            raw=entry,
-                        )
-                    )
+            append_text(acc, call, text, replace_all, entry, notes, events, want)
     if call._error is not error_before and call._status == "invalid" and call._error is not None:
         # A limit, or a late fragment for a sealed call, turned the call invalid: say so, so that an
         # executor acting on ToolCallReady hears that the call must not run after all.
@@ -446,6 +425,42 @@ def read_fragment(
     for note in notes:
         acc._record(note, call, events)
     return call
+
+
+def append_text(
+    acc: Accumulator,
+    call: ToolCall,
+    text: str,
+    replace_all: bool,
+    raw: Any,
+    notes: list[Anomaly],
+    events: list[Event],
+    want: bool,
+) -> None:
+    """Keep a fragment's argument text in ``call``, within the call's and the stream's bounds: the
+    one place where argument text is kept, for both readers (chunks here, Responses events in
+    ``_responses.py``). ``replace_all``: the text replaces what the call holds (sent whole)."""
+    status = call._status
+    size = len(text) if text.isascii() else text_size(text)
+    if status == "open" and not acc._charge(size, "argument text", call._choice, events):
+        call._exceed("max_stream_bytes", acc.limits.max_stream_bytes, "" if replace_all else text, acc._now())
+        return
+    if replace_all:
+        call._replace_arguments(text)
+        kept = call._status == "open"
+    else:
+        kept = call._append(text, size)
+    if kept:
+        if want:
+            _arguments_events(call, text, events)
+    elif status != "open" and call._error is not None and not acc._is_limit(call._error):
+        notes.append(
+            Anomaly(
+                AnomalyCode.FRAGMENT_AFTER_FINISH,
+                "argument text arrived for a sealed call; the call was refused",
+                raw=raw,
+            )
+        )
 
 
 def _arguments_events(call: ToolCall, text: str, events: list[Event]) -> None:

@@ -52,7 +52,7 @@ from pydantic import BaseModel, ValidationError
 from ..errors import InBandError, IncompleteStreamError, LimitExceeded, MalformedArguments
 from ._accumulator import Accumulator, _ordered
 from ._anomaly import Anomaly, AnomalyCode
-from ._call import ToolCall, text_size
+from ._call import ToolCall
 from ._events import (
     ChoiceFinished,
     ContentDelta,
@@ -63,7 +63,7 @@ from ._events import (
     ToolCallInvalid,
 )
 from ._limits import Limits, retained
-from ._read import ChoiceState, _arguments_events, _open
+from ._read import ChoiceState, _open, append_text
 from ._schema import _as_mapping
 from ._serialisable import serialisable
 from ._values import MAX_LABEL, Shape, clean_str, opt_int, opt_str, read_index, show
@@ -278,51 +278,23 @@ class ResponseAccumulator(Accumulator):
 
     # -- feeding -----------------------------------------------------------------------------
 
+    _unit = "event"
+
     def feed(self, chunk: Any, seq: int | None = None, *, events: bool = True) -> Sequence[Event]:
         """Take one Responses stream event (an SDK event object or a dict) and return what happened.
 
         ``seq`` works as for :meth:`Accumulator.feed` (a transport's own sequence number; the
         event's ``sequence_number`` is checked on its own). Never raises: a failure inside
-        toolstitch refuses every call the event could have touched.
+        toolstitch refuses every call the event could have touched. (The accumulator's own
+        ``feed``, with this class's reader: :meth:`_read`.)
         """
-        out: list[Event] = []
-        try:
-            if self.ended:
-                self._record(
-                    Anomaly(AnomalyCode.CHUNK_AFTER_END, "an event arrived after the end", raw=chunk),
-                    None,
-                    out,
-                )
-                return out if events else _NO_EVENTS
-            if seq is not None:
-                if self._last_seq is not None and seq <= self._last_seq:
-                    self._record(
-                        Anomaly(
-                            AnomalyCode.REPLAYED_CHUNK,
-                            f"event #{show(seq)} was already seen; dropped",
-                            raw=chunk,
-                        ),
-                        None,
-                        out,
-                    )
-                    return out if events else _NO_EVENTS
-                self._last_seq = seq
-            self._t = None
-            metrics = self.metrics
-            metrics.chunks += 1
-            if metrics.first_chunk_at is None:
-                metrics.first_chunk_at = self._now()
-            try:
-                self._read_event(chunk, out, events)
-            except InBandError as exc:
-                self._record(Anomaly(AnomalyCode.IN_BAND_ERROR, str(exc), raw=chunk), None, out)
-                self.status = self.status or "error"
-                out.extend(self.end(exc))
-            except Exception as exc:
-                self._refuse(self._open_calls(), exc, out, chunk)
-        except Exception as exc:  # the last net
-            return self._panic(exc)
-        return out if events else _NO_EVENTS
+        return super().feed(chunk, seq, events=events)
+
+    def _read(self, chunk: Any, out: list[Event], want: bool) -> None:
+        self._read_event(chunk, out, want)
+
+    def _in_band_error(self) -> None:
+        self.status = self.status or "error"
 
     def read_response(self, response: Any) -> Sequence[Event]:
         """Read a whole ``Response`` that was not streamed (an SDK object or a dict), as the final
@@ -623,22 +595,8 @@ class ResponseAccumulator(Accumulator):
         """Append argument text to the item's call, against the stream budget (as the chat reader)."""
         call = item.call
         assert call is not None
-        status = call._status
         error_before = call._error
-        size = len(text) if text.isascii() else text_size(text)
-        if status == "open" and not self._charge(size, "argument text", 0, out):
-            call._exceed("max_stream_bytes", self.limits.max_stream_bytes, text, self._now())
-        elif call._append(text, size):
-            if want:
-                _arguments_events(call, text, out)
-        elif status != "open" and call._error is not None and not self._is_limit(call._error):
-            notes.append(
-                Anomaly(
-                    AnomalyCode.FRAGMENT_AFTER_FINISH,
-                    "argument text arrived for a sealed call; the call was refused",
-                    raw=raw,
-                )
-            )
+        append_text(self, call, text, False, raw, notes, out, want)
         if call._error is not error_before and call._status == "invalid" and call._error is not None:
             out.append(ToolCallInvalid(call, call._error))
 
