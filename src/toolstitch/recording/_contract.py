@@ -71,29 +71,29 @@ class Contract:
         started_at: float | None = None,
         clock: Callable[[], float] | None = None,
         recover_text_tool_calls: bool = False,
+        kind: type[Accumulator] = Accumulator,
     ) -> Accumulator:
-        """An accumulator that holds every call to this contract."""
+        """An accumulator of class ``kind`` (the Responses API's ``ResponseAccumulator`` reads its
+        own events) that holds every call to this contract; one that cannot be read refuses every
+        call, saying why."""
+        options: dict[str, Any] = {
+            "limits": limits,
+            "empty_arguments": empty_arguments,
+            "started_at": started_at,
+            "clock": clock,
+        }
+        if recover_text_tool_calls:
+            options["recover_text_tool_calls"] = True
         if self.unreadable is None:
-            return Accumulator(
+            return kind(
                 self.tools,
                 tool_choice=self.tool_choice,
                 parallel_tool_calls=self.parallel_tool_calls,
-                limits=limits,
-                empty_arguments=empty_arguments,
-                started_at=started_at,
-                clock=clock,
-                recover_text_tool_calls=recover_text_tool_calls,
+                **options,
             )
         # Offering no tool refuses every call already (rule 10, and a recording says "none" so its
         # replay refuses them too); the checks below say why, instead of "offered: none".
-        accumulator = Accumulator(
-            [],
-            limits=limits,
-            empty_arguments=empty_arguments,
-            started_at=started_at,
-            clock=clock,
-            recover_text_tool_calls=recover_text_tool_calls,
-        )
+        accumulator = kind([], **options)
         if isinstance(getattr(accumulator, "_checks", None), CallChecks):
             accumulator._checks = _RefuseEvery(self.unreadable, empty_arguments)
         return accumulator

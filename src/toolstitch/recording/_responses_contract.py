@@ -12,11 +12,11 @@ request: one that cannot be read refuses every call.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from ..core._limits import Limits
 from ..core._responses import ResponseAccumulator, chat_tool_choice, chat_tools
-from ._contract import Contract, _RefuseEvery, read_contract
+from ._contract import Contract, read_contract
 from ._plain import is_sentinel
 
 __all__ = ["chat_shaped", "given_responses_contract", "read_responses_contract", "responses_accumulator"]
@@ -76,20 +76,13 @@ def responses_accumulator(
     started_at: float | None = None,
     clock: Callable[[], float] | None = None,
 ) -> ResponseAccumulator:
-    """A :class:`ResponseAccumulator` that holds every call to ``contract`` (as
-    :meth:`Contract.accumulator` does for chat: one that cannot be read refuses every call)."""
-    if contract.unreadable is None:
-        return ResponseAccumulator(
-            contract.tools,
-            tool_choice=contract.tool_choice,
-            parallel_tool_calls=contract.parallel_tool_calls,
-            limits=limits,
-            empty_arguments=empty_arguments,
-            started_at=started_at,
-            clock=clock,
-        )
-    accumulator = ResponseAccumulator(
-        [], limits=limits, empty_arguments=empty_arguments, started_at=started_at, clock=clock
+    """A :class:`ResponseAccumulator` that holds every call to ``contract``: the contract's own
+    :meth:`Contract.accumulator`, of the Responses reader's class."""
+    accumulator = contract.accumulator(
+        limits=limits,
+        empty_arguments=empty_arguments,
+        started_at=started_at,
+        clock=clock,
+        kind=ResponseAccumulator,
     )
-    accumulator._checks = _RefuseEvery(contract.unreadable, empty_arguments)
-    return accumulator
+    return cast(ResponseAccumulator, accumulator)
