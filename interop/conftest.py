@@ -48,6 +48,20 @@ ANSWER = [
     chunk(delta={"content": "in Paris."}),
     chunk(delta={}, finish_reason="stop"),
 ]
+#: A structured answer, as JSON text in ``content`` (``response_format``) and as a call to a tool.
+STRUCTURED = {"city": "Paris", "sky": "sunny"}
+STRUCTURED_TEXT = [
+    chunk(delta={"role": "assistant", "content": '{"city": "Paris", '}),
+    chunk(delta={"content": '"sky": "sunny"}'}),
+    chunk(delta={}, finish_reason="stop"),
+]
+
+
+def structured_call(name: str) -> list[dict[str, Any]]:
+    """The structured answer as a call to the tool ``name`` that a framework offers for it."""
+    return tool_call_chunks([("call_2", name, '{"city": "Paris", "sky": "sunny"}')])
+
+
 #: The tool runs the conversation makes, as (tool, arguments).
 RUNS = [("get_weather", {"city": "Paris"})]
 #: Streams no framework may act on, each finishing with ``finish_reason: "tool_calls"``.
@@ -118,19 +132,27 @@ def enqueue_conversation(server: LocalServer) -> int:
     return len(server.requests)
 
 
-def assert_same_and_stitched(plain: Conversation, wrapped: Conversation) -> None:
+def assert_same_and_stitched(
+    plain: Conversation,
+    wrapped: Conversation,
+    *,
+    runs: list[tuple[str, dict[str, Any]]] = RUNS,
+    calls: list[tuple[str, str, Any]] | None = None,
+) -> None:
     """The wrapped run made the same requests, the same tool runs and the same output as the plain
-    one, and every one of its streams was stitched: one recording per request, the call ``ready``."""
-    assert len(plain.requests) == 2, plain.requests
+    one, and every one of its streams was stitched: one recording per request, each completed, whose
+    calls are ``calls`` (by default the conversation's ``get_weather`` call, ``ready``)."""
+    assert len(plain.requests) == len(wrapped.requests) >= 1, plain.requests
     assert wrapped.requests == plain.requests
-    assert plain.runs == wrapped.runs == RUNS
+    assert plain.runs == wrapped.runs == runs
     assert plain.output == wrapped.output
     assert wrapped.recorded is not None
     replays = [ts.replay(path) for path in sorted(wrapped.recorded.glob("*.jsonl"))]
     assert len(replays) == len(wrapped.requests)
     assert all(r.outcome == "completed" for r in replays), [r.outcome for r in replays]
-    calls = [call for r in replays for call in r.calls()]
-    assert [(c.name, c.status, c.parsed) for c in calls] == [("get_weather", "ready", {"city": "Paris"})]
+    got = sorted((c.name, c.status, c.parsed) for r in replays for c in r.calls())
+    want = [("get_weather", "ready", {"city": "Paris"})] if calls is None else calls
+    assert got == sorted(want)
 
 
 def surfaced(error: BaseException) -> UnsafeToolCallError:

@@ -1,10 +1,12 @@
 """langchain-openai: ``ChatOpenAI(root_client=wrapped, client=wrapped.chat.completions, ...)`` (and
 the async twins), ``bind_tools(...).stream()`` / ``.astream()`` in a tool loop written as the
-langchain docs write it, plain and wrapped; guarded, an unsafe stream runs no tool and
-``UnsafeToolCallError`` itself comes out of ``stream()``."""
+langchain docs write it, and ``with_structured_output(...).stream()`` (its JSON-schema method reads
+through the SDK's ``chat.completions.stream`` helper), plain and wrapped; guarded, an unsafe stream
+runs no tool and ``UnsafeToolCallError`` itself comes out of ``stream()``."""
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -12,17 +14,21 @@ import pytest
 from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import StructuredTool
 from langchain_openai import ChatOpenAI
+from pydantic import BaseModel
 
 import toolstitch as ts
 from conftest import (
     MODEL,
     QUESTION,
+    STRUCTURED,
+    STRUCTURED_TEXT,
     UNSAFE,
     Conversation,
     Tools,
     assert_refused,
     assert_same_and_stitched,
     enqueue_conversation,
+    structured_call,
 )
 from toolstitch.errors import UnsafeToolCallError
 from toolstitch.testing import LocalServer, StreamScript
@@ -117,3 +123,36 @@ async def test_guarded_an_unsafe_async_stream_runs_nothing(server: LocalServer, 
     with pytest.raises(UnsafeToolCallError) as caught:
         await aloop(model(*clients(server, guard=True), tools), tools)
     assert_refused(caught.value, case, tools, server, sent)
+
+
+class Weather(BaseModel):
+    city: str
+    sky: str
+
+
+@pytest.mark.parametrize("method", ["json_schema", "function_calling"])
+def test_structured_output_is_the_same_and_every_stream_stitched(
+    server: LocalServer, tmp_path: Path, method: str
+) -> None:
+    runs = []
+    for folder in (None, tmp_path):
+        sent = len(server.requests)
+        server.enqueue(
+            StreamScript(STRUCTURED_TEXT if method == "json_schema" else structured_call("Weather"))
+        )
+        sync, asynchronous = clients(server) if folder is None else clients(server, record=folder)
+        llm = ChatOpenAI(
+            model=MODEL,
+            api_key="test",
+            root_client=sync,
+            client=sync.chat.completions,
+            root_async_client=asynchronous,
+            async_client=asynchronous.chat.completions,
+        )
+        with warnings.catch_warnings():  # langchain's own, with or without toolstitch
+            warnings.filterwarnings("ignore", "Pydantic serializer warnings", UserWarning)
+            output = list(llm.with_structured_output(Weather, method=method).stream(QUESTION))
+        runs.append(Conversation(server.requests[sent:], [], output[-1], folder))
+    assert runs[0].output == Weather(**STRUCTURED)
+    calls = [] if method == "json_schema" else [("Weather", "ready", STRUCTURED)]
+    assert_same_and_stitched(*runs, runs=[], calls=calls)

@@ -1,6 +1,7 @@
 """pydantic-ai: ``OpenAIProvider(openai_client=ts.wrap(AsyncOpenAI()))``, with ``run_stream`` and
-``run_stream_events``, plain and wrapped; guarded, an unsafe stream runs no tool and the run fails
-with pydantic-ai's ``ModelAPIError`` raised from ``UnsafeToolCallError``."""
+``run_stream_events``, and structured output (``output_type``), plain and wrapped; guarded, an
+unsafe stream runs no tool and the run fails with pydantic-ai's ``ModelAPIError`` raised from
+``UnsafeToolCallError``."""
 
 from __future__ import annotations
 
@@ -8,20 +9,24 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 from pydantic_ai import Agent
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
 import toolstitch as ts
 from conftest import (
+    CALL,
     MODEL,
     QUESTION,
+    STRUCTURED,
     UNSAFE,
     Conversation,
     Tools,
     assert_refused,
     assert_same_and_stitched,
     enqueue_conversation,
+    structured_call,
 )
 from toolstitch.testing import LocalServer, StreamScript
 
@@ -80,3 +85,29 @@ async def test_guarded_an_unsafe_stream_runs_nothing_and_fails_the_run(
         await RUNS[how](ts.wrap(server.async_client(), guard=True), tools)
     assert type(caught.value).__name__ == "ModelAPIError"  # pydantic-ai's own error for an APIError
     assert_refused(caught.value, case, tools, server, sent)
+
+
+class Weather(BaseModel):
+    city: str
+    sky: str
+
+
+async def test_structured_output_is_the_same_and_every_stream_stitched(
+    server: LocalServer, tmp_path: Path
+) -> None:
+    runs = []
+    for folder in (None, tmp_path):
+        sent = len(server.requests)
+        server.enqueue(StreamScript(CALL), StreamScript(structured_call("final_result")))
+        tools = Tools()
+        client = server.async_client() if folder is None else ts.wrap(server.async_client(), record=folder)
+        made = Agent(
+            OpenAIChatModel(MODEL, provider=OpenAIProvider(openai_client=client)), output_type=Weather
+        )
+        made.tool_plain(tools.get_weather)
+        async with made.run_stream(QUESTION) as result:
+            output = await result.get_output()
+        runs.append(Conversation(server.requests[sent:], tools.runs, output, folder))
+    assert runs[0].output == Weather(**STRUCTURED)
+    calls = [("get_weather", "ready", {"city": "Paris"}), ("final_result", "ready", STRUCTURED)]
+    assert_same_and_stitched(*runs, calls=calls)
