@@ -127,6 +127,10 @@ def test_the_page_is_one_file_with_no_external_asset() -> None:
         assert outside not in page, outside
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_the_command_prints_its_url_serves_the_page_and_stops_on_ctrl_c() -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     env.pop("OPENAI_API_KEY", None)
@@ -136,6 +140,9 @@ def test_the_command_prints_its_url_serves_the_page_and_stops_on_ctrl_c() -> Non
         stderr=subprocess.PIPE,
         text=True,
         env=env,
+        # Ctrl-C as a terminal delivers it: a test run in the background (``./dev test`` runs two
+        # pytest processes with ``&``) has SIGINT ignored, which a child would inherit.
+        preexec_fn=_default_sigint,
     )
     try:
         assert process.stdout is not None
