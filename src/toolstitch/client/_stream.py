@@ -45,7 +45,7 @@ from typing_extensions import Self
 from ..core._accumulator import Accumulator
 from ..core._anomaly import Anomaly
 from ..core._call import ToolCall
-from ..core._events import ChoiceFinished, Event
+from ..core._events import Event
 from ..errors import UnsafeToolCallError
 from ..recording._recorder import Recorder, Redact
 from ._transport import as_sdk_error
@@ -97,6 +97,8 @@ class _Base:
         self._decoder: Any = getattr(sdk_stream, "_decoder", None)
         self._pending: Sequence[Event] = _NO_EVENTS
         self._events_wanted = False
+        self._guarded = 0
+        """How many of ``accumulator.finished`` the guard has checked."""
         self._plain = recorder is None and not self.guard
         """Nothing but the core takes each chunk, no events are wanted and no guard watches: the
         iteration feeds the core's quiet entry directly (one call less per chunk). Cleared by
@@ -116,17 +118,20 @@ class _Base:
         the guard on, the refusal of a choice this chunk finished with a call that is not ready."""
         if self.recorder is not None:
             self.recorder.on_chunk(chunk)
-        if self._events_wanted or self.guard:
-            self._pending = self.accumulator.feed(chunk)
+        accumulator = self.accumulator
+        if self._events_wanted:
+            self._pending = accumulator.feed(chunk)
         else:  # nobody reads the events: the core's entry that builds none (same state, metrics)
-            self.accumulator.feed(chunk, events=False)
-            return None
+            accumulator.feed(chunk, events=False)
         if self.guard:
-            for event in self._pending:
-                if type(event) is ChoiceFinished:
-                    refused = self._refusal(self.accumulator.calls(event.choice), event.choice)
-                    if refused is not None:
-                        return refused
+            # The choices this chunk finished (``Accumulator.finished``), without reading events.
+            finished = accumulator.finished
+            while self._guarded < len(finished):
+                choice = finished[self._guarded]
+                self._guarded += 1
+                refused = self._refusal(accumulator.calls(choice), choice)
+                if refused is not None:
+                    return refused
         return None
 
     def _refusal(self, calls: list[ToolCall], choice: int | None) -> UnsafeToolCallError | None:

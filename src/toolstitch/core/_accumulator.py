@@ -177,6 +177,10 @@ class Accumulator:
         """The error that ended the input, if it ended with one."""
         self._last_seq: int | None = None
         self._bytes_left = limits.max_stream_bytes
+        self.finished: list[int] = []
+        """The index of each choice that received its ``finish_reason``, in the order they did:
+        what a consumer that reads no events (``feed(..., events=False)``) checks to learn that a
+        chunk finished a choice (the guard of ``wrap(client, guard=True)`` does)."""
         self.dropped_choices = 0
         """Choice pieces dropped because ``Limits.max_choices`` choices were already open."""
         # Envelope fields: the first non-empty value wins, except usage (the last wins).
@@ -661,6 +665,7 @@ class Accumulator:
             self._ensure_ids(state, _ordered(calls))
         for note in notes:
             self._record(note, None, events)
+        self.finished.append(state.index)
         events.append(ChoiceFinished(state.index, reason))
 
     def _recover_text_calls(self, state: ChoiceState, events: list[Event]) -> None:

@@ -911,6 +911,7 @@ class ResponseAccumulator(Accumulator):
             self._seal_calls(state, closing, self._now(), out)
             if calls:
                 self._ensure_ids(state, calls)
+            self.finished.append(0)
             out.append(ChoiceFinished(0, "completed"))
             return
         details = get("incomplete_details")
