@@ -6,6 +6,7 @@ uses the repository's mypy settings and its cache (``.mypy_cache``), so a warm r
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import subprocess
@@ -125,6 +126,11 @@ EXPECTED: dict[str, str | tuple[str, ...]] = {
 }
 
 
+#: What names the SDK's own ``Response``, which releases before the Responses API do not have.
+SDK_RESPONSE_TYPES = ("response", "final response")
+HAS_RESPONSES = importlib.util.find_spec("openai.types.responses") is not None
+
+
 def test_mypy_sees_the_clients_own_type_and_the_stitched_stream(tmp_path: Path) -> None:
     pytest.importorskip("mypy")
     snippet = tmp_path / "snippet.py"
@@ -147,6 +153,10 @@ def test_mypy_sees_the_clients_own_type_and_the_stitched_stream(tmp_path: Path) 
         revealed[comment] = match.group(2)
     assert set(revealed) == set(EXPECTED), out
     for what, expected in EXPECTED.items():
+        if what in SDK_RESPONSE_TYPES and not HAS_RESPONSES:
+            # An openai release before the Responses API (the 1.55.3 floor) has no Response type
+            # to name: the stitched streams are still typed, their final response is Any.
+            continue
         for part in (expected,) if isinstance(expected, str) else expected:
             assert part in revealed[what], (what, revealed[what])
     errors = [line for line in out.splitlines() if "snippet.py" in line and ": error:" in line]
