@@ -212,3 +212,20 @@ def test_an_envelope_value_that_raises_when_compared_changes_nothing(field: str)
     acc.feed(done())
     (call,) = acc.tool_calls
     assert call.ready and call.parsed == {"a": 1}
+
+
+class Chunk(dict):  # type: ignore[type-arg]
+    """A ``dict`` subclass: not what the SDK decodes, so the reader cannot vouch for what it holds."""
+
+
+@pytest.mark.parametrize("odd", [Chunk(text(0, "1}")), ["not", "a", "chunk"], "data: {}", 7, None])
+def test_a_chunk_that_cannot_be_read_refuses_every_open_call(odd: Any) -> None:
+    acc = ts.Accumulator()
+    acc.feed(head(0))
+    acc.feed(text(0, '{"a": '))
+    acc.feed(odd)
+    acc.feed(text(0, "1}"))
+    acc.feed(done())
+    (call,) = acc.tool_calls
+    assert call.status == "invalid"
+    assert "malformed_chunk" in [a.code for a in acc.anomalies]

@@ -125,11 +125,8 @@ def read_chunk(acc: Accumulator, chunk: Any, events: list[Event], want: bool) ->
     else:
         read = read_object(chunk, _CHUNK)
     if read is None:
-        acc._record(
-            Anomaly(AnomalyCode.MALFORMED_CHUNK, f"a chunk must be an object, got {type(chunk).__name__}"),
-            None,
-            events,
-        )
+        # Whatever it carried cannot be told: any open call may have lost a fragment (rule 9).
+        acc._damaged(None, f"a chunk must be an object, got {type(chunk).__name__}", chunk, events)
         return
     fields, unknown, (usage, choices) = read
     if unknown is not None:
