@@ -313,10 +313,10 @@ class Accumulator:
     _unit = "chunk"
     """What one input is called in messages (``"event"`` for the Responses reader)."""
 
-    def _read(self, chunk: Any, out: list[Event], want: bool) -> None:
-        """Read one input: the one reader of chunks (``_read.py``). The Responses API's
-        accumulator reads its events here instead; everything around it is this class's."""
-        read_chunk(self, chunk, out, want)
+    _read = read_chunk
+    """Read one input: the one reader of chunks (``_read.py``), called as a method (no frame of
+    its own). The Responses API's accumulator reads its events here instead; everything around it
+    is this class's."""
 
     def _in_band_error(self) -> None:
         """An input carried an in-band error, which ends the stream (a hook for subclasses)."""

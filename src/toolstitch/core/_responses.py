@@ -290,9 +290,6 @@ class ResponseAccumulator(Accumulator):
         """
         return super().feed(chunk, seq, events=events)
 
-    def _read(self, chunk: Any, out: list[Event], want: bool) -> None:
-        self._read_event(chunk, out, want)
-
     def _in_band_error(self) -> None:
         self.status = self.status or "error"
 
@@ -309,7 +306,7 @@ class ResponseAccumulator(Accumulator):
         }.get(status if type(status) is str else "", "response.unfinished")
         return self.feed({"type": kind, "response": response})
 
-    def _read_event(self, event: Any, out: list[Event], want: bool) -> None:
+    def _read(self, event: Any, out: list[Event], want: bool) -> None:
         read = read_object(event, _EVENT_KEYS)
         if read is None:
             self._damaged(None, f"an event must be an object, got {type(event).__name__}", event, out)
