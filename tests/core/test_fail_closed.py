@@ -546,10 +546,10 @@ def test_feed_has_a_last_net(monkeypatch: pytest.MonkeyPatch) -> None:
     acc = ts.Accumulator()
     acc.feed(calls(entry(0, "a", "f", "{}")))
 
-    def broken(chunk: Any, anomalies: Any, depth: int) -> Any:
+    def broken(self: Any, chunk: Any, out: Any, want: bool) -> Any:
         raise MemoryError("and the finer nets fail too")
 
-    monkeypatch.setattr("toolstitch.core._accumulator.read_chunk", broken)
+    monkeypatch.setattr(ts.Accumulator, "_read", broken)
     monkeypatch.setattr(ts.Accumulator, "_record", lambda *a: (_ for _ in ()).throw(RuntimeError("x")))
     assert acc.feed(done()) is not None
     assert acc.tool_calls[0].status == "invalid"
