@@ -145,7 +145,7 @@ _set_arguments_text = vars(ArgumentsDelta)["text"].__set__
 
 
 def content_delta(choice: int, text: str) -> ContentDelta:
-    """``ContentDelta(choice, text)``, built faster (the fast path's)."""
+    """``ContentDelta(choice, text)``, built faster (the reader builds one per piece of text)."""
     event: ContentDelta = _new(ContentDelta)
     _set_content_choice(event, choice)
     _set_content_text(event, text)
@@ -153,7 +153,7 @@ def content_delta(choice: int, text: str) -> ContentDelta:
 
 
 def arguments_delta(call: ToolCall, text: str) -> ArgumentsDelta:
-    """``ArgumentsDelta(call, text)``, built faster (the fast path's)."""
+    """``ArgumentsDelta(call, text)``, built faster (the reader builds one per argument piece)."""
     event: ArgumentsDelta = _new(ArgumentsDelta)
     _set_arguments_call(event, call)
     _set_arguments_text(event, text)
