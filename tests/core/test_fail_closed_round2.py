@@ -229,3 +229,16 @@ def test_a_chunk_that_cannot_be_read_refuses_every_open_call(odd: Any) -> None:
     (call,) = acc.tool_calls
     assert call.status == "invalid"
     assert "malformed_chunk" in [a.code for a in acc.anomalies]
+
+
+def test_finished_stays_bounded_however_many_finish_reasons_arrive() -> None:
+    acc = ts.Accumulator()
+    acc.feed(head(0))
+    acc.feed(text(0, "{}"))
+    for _ in range(10_000):
+        acc.feed(done(), events=False)
+    acc.feed(head(1))  # a call opened after the finish: the next finish decides it, and says so
+    acc.feed(text(1, "{}"))
+    acc.feed(done(), events=False)
+    assert acc.finished == [0, 0]
+    assert len(acc.finish_reasons[0]) <= 16

@@ -629,6 +629,7 @@ class Accumulator:
     def _finish(self, state: ChoiceState, reason: str, events: list[Event]) -> None:
         t = self._now()
         notes: list[Anomaly] = []
+        first = state.finish_reason is None
         if self._recovery is not None and state.finish_reason is None and reason != "length":
             self._recover_text_calls(state, events)
         if len(state.finish_reasons) < _MAX_FINISH_REASONS:  # bounded: one per chunk is possible
@@ -644,6 +645,10 @@ class Accumulator:
         else:
             state.finish_reason = reason
         calls = state.table.calls
+        # Told to ``finished`` only when this finish decides something (bounded by choices and
+        # calls, however many finish_reasons a hostile server sends): the first, or one that seals
+        # a call opened after the first.
+        deciding = first or any(c._status == "open" for c in calls)
         if calls and reason != "tool_calls":
             notes.append(
                 Anomaly(
@@ -665,7 +670,8 @@ class Accumulator:
             self._ensure_ids(state, _ordered(calls))
         for note in notes:
             self._record(note, None, events)
-        self.finished.append(state.index)
+        if deciding:
+            self.finished.append(state.index)
         events.append(ChoiceFinished(state.index, reason))
 
     def _recover_text_calls(self, state: ChoiceState, events: list[Event]) -> None:
