@@ -242,3 +242,24 @@ def test_finished_stays_bounded_however_many_finish_reasons_arrive() -> None:
     acc.feed(done(), events=False)
     assert acc.finished == [0, 0]
     assert len(acc.finish_reasons[0]) <= 16
+
+
+def test_many_unreadable_pieces_in_one_chunk_cost_what_is_still_open(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hostile chunk of 5,000 choice pieces without a usable index, after 40 choices of 50 calls:
+    each piece refuses every open call, and asking costs only what is still open (counted)."""
+    acc = ts.Accumulator()
+    for c in range(40):
+        for i in range(50):
+            acc.feed(head(i, choice=c), events=False)
+    looked = [0]
+
+    def open_calls(self: Any) -> Any:
+        looked[0] += len(self._live)
+        return real_open(self)
+
+    real_open = ts.Accumulator._open_calls
+    monkeypatch.setattr(ts.Accumulator, "_open_calls", open_calls)
+    pieces = [{"index": True, "delta": {"content": "x"}} for _ in range(5_000)]
+    acc.feed({"choices": pieces}, events=False)
+    assert all(c.status == "invalid" for c in acc.calls())
+    assert looked[0] < 2 * 40 * 50 + 5_000  # not 5,000 x 2,000

@@ -194,6 +194,8 @@ class Accumulator:
         self._extra: dict[str, Any] = {}
         self._envelope_unset: tuple[str, ...] = _ENVELOPE_FIELDS
         """The envelope fields not kept yet (the first usable value wins): read while any is left."""
+        self._live: list[ToolCall] = []
+        """The calls that were open when :meth:`_open_calls` last looked, and those opened since."""
         self._touched: ToolCall | None = None
         """The call the tool-call entry being read reached (refused if reading it fails)."""
         self._reading = False
@@ -539,7 +541,11 @@ class Accumulator:
             events[:] = [e for e in events if not (isinstance(e, ToolCallReady) and id(e.call) in refused)]
 
     def _open_calls(self) -> list[ToolCall]:
-        return [c for s in self._choices.values() for c in s.table.calls if c._status == "open"]
+        """Every open call, in opening order. Kept as a list pruned on each read, so that asking
+        again after the calls were refused costs what is still open, not every call of the stream
+        (a hostile chunk can ask once per piece)."""
+        live = self._live = [c for c in self._live if c._status == "open"]
+        return list(live)
 
     def _take_role(self, state: ChoiceState, role: Any, events: list[Event]) -> None:
         if type(role) is not str or len(role) > MAX_LABEL:

@@ -495,6 +495,7 @@ def _open(
         return None
     t = acc._now()
     call = open_call(table, state.index, index, limits, t, acc._clock)
+    acc._live.append(call)
     if state.duplicated:
         call._pending_error = MalformedArguments(
             "its choice was claimed by two pieces of one chunk, so its text cannot be told apart"
