@@ -263,3 +263,35 @@ def test_many_unreadable_pieces_in_one_chunk_cost_what_is_still_open(monkeypatch
     acc.feed({"choices": pieces}, events=False)
     assert all(c.status == "invalid" for c in acc.calls())
     assert looked[0] < 2 * 40 * 50 + 5_000  # not 5,000 x 2,000
+
+
+def test_sdk_objects_missing_a_declared_field_are_read_as_sent() -> None:
+    """The SDK's own classes keep every declared field in ``__dict__``; one that lacks one (built by
+    hand, or edited) is read as it is, the field absent, never an internal failure."""
+    from openai.types.chat import ChatCompletionChunk
+    from openai.types.chat.chat_completion_chunk import (
+        Choice,
+        ChoiceDelta,
+        ChoiceDeltaToolCall,
+        ChoiceDeltaToolCallFunction,
+    )
+
+    def without(obj: Any, *names: str) -> Any:
+        for name in names:
+            del obj.__dict__[name]
+        return obj
+
+    def piece(entry: Any, finish: str | None = None) -> Any:
+        delta = without(ChoiceDelta.construct(tool_calls=[entry] if entry is not None else None), "role")
+        choice = without(Choice.construct(delta=delta, finish_reason=finish), "index", "logprobs")
+        return without(ChatCompletionChunk.construct(choices=[choice]), "usage")
+
+    acc = ts.Accumulator()
+    function = without(ChoiceDeltaToolCallFunction.construct(name="f"), "arguments")
+    acc.feed(piece(ChoiceDeltaToolCall.construct(index=0, id="call_1", type="function", function=function)))
+    function = without(ChoiceDeltaToolCallFunction.construct(arguments='{"a": 1}'), "name")
+    acc.feed(piece(without(ChoiceDeltaToolCall.construct(function=function), "index", "id", "type")))
+    acc.feed(piece(None, "tool_calls"))
+    (call,) = acc.tool_calls
+    assert call.ready and call.parsed == {"a": 1}
+    assert "internal_error" not in [a.code for a in acc.anomalies]

@@ -121,7 +121,10 @@ def read_chunk(acc: Accumulator, chunk: Any, events: list[Event], want: bool) ->
     read: Any
     if type(chunk) is _SdkChunk and not chunk.__pydantic_extra__:
         fields = chunk.__dict__
-        read = fields, None, _CHUNK.take(fields)
+        try:
+            read = fields, None, _CHUNK.take(fields)
+        except KeyError:  # a declared field missing from __dict__ (model_construct)
+            read = read_object(chunk, _CHUNK)
     else:
         read = read_object(chunk, _CHUNK)
     if read is None:
@@ -154,11 +157,13 @@ def read_chunk(acc: Accumulator, chunk: Any, events: list[Event], want: bool) ->
         return
     seen: set[int] | None = set() if len(choices) > 1 else None
     for raw in choices:
-        read = (
-            (None, None, _CHOICE.take(raw.__dict__))
-            if type(raw) is _SdkChoice and not raw.__pydantic_extra__
-            else read_object(raw, _CHOICE)
-        )
+        if type(raw) is _SdkChoice and not raw.__pydantic_extra__:
+            try:
+                read = None, None, _CHOICE.take(raw.__dict__)
+            except KeyError:  # a declared field missing from __dict__ (model_construct)
+                read = read_object(raw, _CHOICE)
+        else:
+            read = read_object(raw, _CHOICE)
         if read is None:
             acc._damaged(None, "a choice is not an object", raw, events)
             continue
@@ -182,11 +187,13 @@ def read_chunk(acc: Accumulator, chunk: Any, events: list[Event], want: bool) ->
         sealing: list[ToolCall] | None = None
         try:
             if delta is not None:
-                read = (
-                    (None, None, _DELTA.take(delta.__dict__))
-                    if type(delta) is _SdkDelta and not delta.__pydantic_extra__
-                    else read_object(delta, _DELTA)
-                )
+                if type(delta) is _SdkDelta and not delta.__pydantic_extra__:
+                    try:
+                        read = None, None, _DELTA.take(delta.__dict__)
+                    except KeyError:  # a declared field missing from __dict__ (model_construct)
+                        read = read_object(delta, _DELTA)
+                else:
+                    read = read_object(delta, _DELTA)
                 if read is None:
                     acc._damaged(state, "delta is not an object", delta, events)
                 else:
@@ -325,11 +332,14 @@ def read_fragment(
 ) -> ToolCall | None:
     """One ``delta.tool_calls`` entry: clean its values, find its call, write what it carries.
     Returns the call it reached (None when it opened none)."""
-    read = (
-        (None, None, _ENTRY.take(entry.__dict__))
-        if type(entry) is _SdkEntry and not entry.__pydantic_extra__
-        else read_object(entry, _ENTRY)
-    )
+    read: Any
+    if type(entry) is _SdkEntry and not entry.__pydantic_extra__:
+        try:
+            read = None, None, _ENTRY.take(entry.__dict__)
+        except KeyError:  # a declared field missing from __dict__ (model_construct)
+            read = read_object(entry, _ENTRY)
+    else:
+        read = read_object(entry, _ENTRY)
     if read is None:
         acc._damaged(state, "a tool call entry is not an object", entry, events)
         return None
@@ -349,11 +359,13 @@ def read_fragment(
     name = arguments = None
     replace = False
     if function is not None:
-        read = (
-            (None, None, _FUNCTION.take(function.__dict__))
-            if type(function) is _SdkFunction and not function.__pydantic_extra__
-            else read_object(function, _FUNCTION)
-        )
+        if type(function) is _SdkFunction and not function.__pydantic_extra__:
+            try:
+                read = None, None, _FUNCTION.take(function.__dict__)
+            except KeyError:  # a declared field missing from __dict__ (model_construct)
+                read = read_object(function, _FUNCTION)
+        else:
+            read = read_object(function, _FUNCTION)
         if read is None:
             notes.append(Anomaly(AnomalyCode.MALFORMED_CHUNK, "function is not an object", raw=entry))
             unreadable = "its function is not an object"
