@@ -652,40 +652,30 @@ class _Loop:
 
     def pending(self) -> list[ToolCall] | None:
         """The unanswered calls of a trailing assistant message (a run resumed after a crash)."""
+        found: list[tuple[str, Any, Any]]
         if self.responses:
-            todo_items = self._unanswered_items()
-            if not todo_items:
+            items = self._unanswered_items()
+            found = [(item["call_id"], item.get("name"), item.get("arguments")) for item in items]
+        else:
+            trailing = self._trailing()
+            if trailing is None:
                 return None
-            return [
-                sealed_call(
-                    index=i,
-                    id=item["call_id"],
-                    name=item.get("name") if isinstance(item.get("name"), str) else None,
-                    arguments=item.get("arguments"),
-                    tools=self.definitions or None,
-                )
-                for i, item in enumerate(todo_items)
+            last, raw = trailing
+            replies = (_plain(m).get("tool_call_id") for m in self.history[last + 1 :])
+            answered = {a for a in replies if isinstance(a, str)}
+            # A call without an id cannot be answered, so it is not run (validate_request says why).
+            todo = [c for c in raw if isinstance(c.get("id"), str) and c["id"] and c["id"] not in answered]
+            found = [
+                (c["id"], function.get("name"), function.get("arguments"))
+                for c in todo
+                for function in (_plain(c.get("function")),)
             ]
-        trailing = self._trailing()
-        if trailing is None:
+        if not found:
             return None
-        last, raw = trailing
-        replies = (_plain(m).get("tool_call_id") for m in self.history[last + 1 :])
-        answered = {a for a in replies if isinstance(a, str)}
-        # A call without an id cannot be answered, so it is not run (validate_request then says why).
-        todo = [c for c in raw if isinstance(c.get("id"), str) and c["id"] and c["id"] not in answered]
-        if not todo:
-            return None
+        # Sealed and checked as a streamed call is (a name that is not text is no name).
         return [
-            sealed_call(
-                index=i,
-                id=c["id"],
-                name=function.get("name") if isinstance(function.get("name"), str) else None,
-                arguments=function.get("arguments"),
-                tools=self.definitions or None,
-            )
-            for i, c in enumerate(todo)
-            for function in (_plain(c.get("function")),)
+            sealed_call(index=i, id=cid, name=name, arguments=arguments, tools=self.definitions or None)
+            for i, (cid, name, arguments) in enumerate(found)
         ]
 
     def duplicate_ids(self) -> list[str]:
