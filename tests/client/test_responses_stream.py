@@ -22,6 +22,7 @@ from openai._models import construct_type
 from openai.types.responses import Response, ResponseStreamEvent
 
 import toolstitch as ts
+from tests.core.test_responses import TIME, TOOLS, WEATHER
 from toolstitch.errors import (
     ContractViolation,
     IncompleteStreamError,
@@ -32,19 +33,6 @@ from toolstitch.errors import (
 from toolstitch.events import StreamEnded, ToolCallReady
 from toolstitch.testing import LocalServer, StreamScript, response_events, sse_body
 
-WEATHER = {
-    "type": "function",
-    "name": "get_weather",
-    "parameters": {
-        "type": "object",
-        "properties": {"city": {"type": "string"}},
-        "required": ["city"],
-        "additionalProperties": False,
-    },
-    "strict": True,
-}
-TIME = {"type": "function", "name": "get_time", "parameters": {"type": "object"}, "strict": False}
-TOOLS = [WEATHER, TIME]
 CALLS = [("call_1", "get_weather", '{"city": "Zürich"}'), ("call_2", "get_time", '{"tz": "Europe/Zurich"}')]
 EVENTS = response_events(CALLS, text="Looking that up.", reasoning="Two tools.")
 
