@@ -13,7 +13,7 @@ from __future__ import annotations
 import array
 import asyncio
 import itertools
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from openai._streaming import SSEDecoder as SDKDecoder
 
 import toolstitch as ts
-from tests.client.test_fast_sse import bodies
+from tests.client.test_fast_sse import _arun, _run, bodies
 from tests.conftest import examples
 from toolstitch.client._fast import as_bytes
 from toolstitch.client._sse import SAMPLE_BODIES, SSEDecoder
@@ -76,33 +76,6 @@ def _cut(body: bytes, points: list[int]) -> list[bytes]:
     return [body[a:b] for a, b in itertools.pairwise(bounds)]
 
 
-def _events(decode: Callable[[Iterator[Any]], Iterable[Any]], reads: list[Any]) -> list[Any]:
-    out: list[Any] = []
-    try:
-        for sse in decode(iter(reads)):
-            out.append((sse.event, sse.data, sse.id, sse.retry))
-    except Exception as exc:
-        out.append((type(exc), str(exc)))
-    return out
-
-
-def _aevents(decoder: Any, reads: list[Any]) -> list[Any]:
-    async def source() -> AsyncIterator[Any]:
-        for r in reads:
-            yield r
-
-    async def main() -> list[Any]:
-        out: list[Any] = []
-        try:
-            async for sse in decoder.aiter_bytes(source()):
-                out.append((sse.event, sse.data, sse.id, sse.retry))
-        except Exception as exc:
-            out.append((type(exc), str(exc)))
-        return out
-
-    return asyncio.run(main())
-
-
 # ----------------------------------------------------------------------------- the SSE decoder
 
 
@@ -115,9 +88,9 @@ def _aevents(decoder: Any, reads: list[Any]) -> list[Any]:
 def test_a_byte_buffer_decodes_as_its_bytes(body: bytes, points: list[int], wrap: str) -> None:
     reads = _cut(body, points)
     wrapped = [WRAPS[wrap](r) for r in reads]
-    expected = _events(SDKDecoder().iter_bytes, reads)
-    assert _events(SSEDecoder().iter_bytes, wrapped) == expected
-    assert _aevents(SSEDecoder(), wrapped) == expected
+    expected = _run(SDKDecoder().iter_bytes, reads)
+    assert _run(SSEDecoder().iter_bytes, wrapped) == expected
+    assert _arun(SSEDecoder(), wrapped) == expected
 
 
 def _sdk_takes_buffers() -> bool:
@@ -136,8 +109,8 @@ def test_the_decoder_does_what_the_sdk_decoder_does_with_any_read(wrap: str) -> 
     for body in (*SAMPLE_BODIES, BODY, CRLF_BODY):
         for size in (1, 2, 3, 7, len(body)):
             reads = [WRAPS[wrap](body[k : k + size]) for k in range(0, len(body), size)]
-            assert _events(SSEDecoder().iter_bytes, reads) == _events(SDKDecoder().iter_bytes, reads)
-            assert _aevents(SSEDecoder(), reads) == _aevents(SDKDecoder(), reads)
+            assert _run(SSEDecoder().iter_bytes, reads) == _run(SDKDecoder().iter_bytes, reads)
+            assert _arun(SSEDecoder(), reads) == _arun(SDKDecoder(), reads)
 
 
 def test_as_bytes_keeps_every_byte_and_passes_on_what_is_not_bytes_like() -> None:
