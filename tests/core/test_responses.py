@@ -658,3 +658,32 @@ def test_get_final_completion_says_to_use_get_final_response() -> None:
     acc = run(response_events(CALLS))
     with pytest.raises(TypeError, match="get_final_response"):
         acc.get_final_completion()
+
+
+# --------------------------------------------------------------------------- refusing the open calls
+
+
+def test_refuse_open_refuses_the_open_calls_and_keeps_the_sealed_ones() -> None:
+    """What reads around the accumulator (a resumed stream) learned that events are missing: every
+    open call is refused with the reason, sealed calls keep their status, and a later completed
+    response cannot make a refused call ready."""
+    events = response_events(CALLS)
+    second_delta = next(n for n, e in enumerate(events) if e.get("item_id") == "fc_1")
+    acc = ResponseAccumulator(TOOLS)
+    for event in events[: second_delta + 1]:  # call 1's item done, call 2 part-way, not completed
+        acc.feed(event)
+    happened = acc.refuse_open("events 9 to 12 never arrived", code="stream_gap")
+    refused = [e.call.id for e in happened if isinstance(e, ToolCallInvalid)]
+    assert refused == ["call_1", "call_2"]
+    assert "events 9 to 12 never arrived" in str(acc.tool_calls[1].error)
+    assert "stream_gap" in codes(acc)
+    for event in events[second_delta + 1 :]:
+        acc.feed(event)
+    acc.end()
+    assert [c.status for c in acc.tool_calls] == ["invalid", "invalid"]
+
+
+def test_refuse_open_after_a_completed_response_changes_nothing() -> None:
+    acc = run(response_events(CALLS))
+    assert acc.refuse_open("too late") == ()
+    assert [c.status for c in acc.tool_calls] == ["ready", "ready"]

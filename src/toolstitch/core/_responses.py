@@ -49,7 +49,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from ..errors import InBandError, IncompleteStreamError, LimitExceeded, MalformedArguments
+from ..errors import InBandError, IncompleteStreamError, InternalFault, LimitExceeded, MalformedArguments
 from ._accumulator import Accumulator, _ordered
 from ._anomaly import Anomaly, AnomalyCode
 from ._call import ToolCall
@@ -986,6 +986,26 @@ class ResponseAccumulator(Accumulator):
             if status not in ("completed", None) and item.call._status == "open":
                 self._close(item, status, "the final response's item", raw, out)
         return listed
+
+    def refuse_open(self, reason: str, code: str = "stream_gap") -> Sequence[Event]:
+        """Refuse every call still open: each becomes ``invalid`` with ``reason``, and one anomaly
+        with ``code`` is recorded on the stream. Returns the events.
+
+        For what reads the stream around this accumulator and learns that events are missing or
+        untrustworthy (a resumed stream with a gap in its sequence numbers, a replayed number with
+        other content, another response's events): any open call may have lost a piece, so none of
+        them may run (rule 9). Sealed calls keep their status; after :meth:`end`, nothing changes.
+        """
+        if self.ended:
+            return _NO_EVENTS
+        out: list[Event] = []
+        try:
+            self._record(Anomaly(code, reason), None, out)
+            self._refuse(self._open_calls(), None, out, None, why=reason)
+        except Exception:  # fail closed: whatever is open is refused without the bookkeeping
+            for call in self._open_calls():
+                call._invalidate(InternalFault(reason, raw=call.arguments))
+        return out
 
     # -- ending ------------------------------------------------------------------------------
 
