@@ -7,13 +7,19 @@ Workload R2, the Responses twin of W2: 8 function calls of 500 B of arguments ea
 about 830 events, one TCP write each, served by ``toolstitch.testing.LocalServer`` in its own
 process. Each round runs, in alternating order:
 
-* ``plain SDK``          ``client.responses.create(stream=True)``, iterated;
-* ``ts.wrap``            the same through ``ts.wrap(client)``, iterated, then ``get_final_response()``;
-* ``SDK stream()``       the SDK's own ``client.responses.stream(...)`` helper (its snapshot state),
-  for scale: what users who want the merged calls without toolstitch pay.
+* ``plain SDK``           ``client.responses.create(stream=True)``, iterated;
+* ``wrap(decode="sdk")``  the same through ``ts.wrap(client, decode="sdk")`` (the SDK's decoding,
+  plus toolstitch), iterated, then ``get_final_response()``;
+* ``wrap()``              the default, ``decode="fast"``: each event built by the one member of the
+  SDK's union its ``type`` names (``client/_fast_events.py``), equal to the SDK's own;
+* ``SDK stream()``        the SDK's own ``client.responses.stream(...)`` helper (its snapshot state),
+  for scale: what users who want the merged calls without toolstitch pay;
+* ``fast decoding alone`` the plain SDK stream with only the fast decoding installed (no reader):
+  what the SDK's transport and SSE loop cost by themselves, the floor under ``wrap()``.
 
-The medians over all rounds are shown (``total`` wall clock, ``cpu`` of the client process), and
-the per-event CPU difference against the plain SDK. Then the sans-I/O cost alone: the same events,
+The medians over all rounds are shown (``total`` wall clock, ``cpu`` of the client process, and
+``cpu / plain``), and the per-event CPU toolstitch adds with the SDK's decoding. The target
+(issue 32): ``wrap()`` at most 0.3 times plain iteration's CPU. Then the sans-I/O cost alone: the same events,
 decoded once by the SDK, fed to ``ts.ResponseAccumulator`` (``feed(event, events=False)``, as the
 wrapped stream does) against a bare ``for`` loop over them.
 """
@@ -32,6 +38,7 @@ from openai.types.responses import ResponseStreamEvent
 from workloads import arguments_of, served  # benchmarks/ is on sys.path when run as a script
 
 import toolstitch as ts
+from toolstitch.client import _fast
 from toolstitch.testing import response_events
 
 TOOLS: list[dict[str, Any]] = [
@@ -56,18 +63,22 @@ def r2() -> list[str]:
     return [json.dumps(e, ensure_ascii=False) for e in events]
 
 
-def one_run(client: Any, helper: bool = False) -> tuple[float, float, int]:
-    """``(total, cpu, events)`` of one streamed request."""
+def one_run(client: Any, mode: str = "create") -> tuple[float, float, int]:
+    """``(total, cpu, events)`` of one streamed request: ``create(stream=True)``, the SDK's
+    ``stream()`` helper (``mode="helper"``), or the plain stream with only fast decoding installed
+    (``mode="fast"``)."""
     cpu = time.process_time()
     start = time.perf_counter()
     events = 0
-    if helper:
+    if mode == "helper":
         with client.responses.stream(model="m", input="write the notes", tools=TOOLS) as stream:
             for _event in stream:
                 events += 1
             stream.get_final_response()
     else:
         stream = client.responses.create(model="m", input="write the notes", tools=TOOLS, stream=True)
+        if mode == "fast":
+            assert _fast.install(stream)
         for _event in stream:
             events += 1
         if isinstance(stream, ts.StitchedResponseStream):
@@ -103,26 +114,40 @@ def main() -> None:
     args = parser.parse_args()
     payloads = r2()
     with served(payloads) as base_url:
-        plain = openai.OpenAI(base_url=base_url, api_key="x", max_retries=0)
-        wrapped = ts.wrap(openai.OpenAI(base_url=base_url, api_key="x", max_retries=0))
-        clients = [("plain SDK", plain, False), ("ts.wrap", wrapped, False), ("SDK stream()", plain, True)]
-        for _, client, helper in clients:  # warm up: imports, connections, schema validators
-            one_run(client, helper)
+
+        def client() -> openai.OpenAI:
+            return openai.OpenAI(base_url=base_url, api_key="x", max_retries=0)
+
+        clients = [
+            ("plain SDK", client(), "create"),
+            ('wrap(decode="sdk")', ts.wrap(client(), decode="sdk"), "create"),
+            ("wrap()", ts.wrap(client()), "create"),  # the default: decode="fast"
+            ("SDK stream()", client(), "helper"),
+            ("fast decoding alone", client(), "fast"),
+        ]
+        for _, one, mode in clients:  # warm up: imports, connections, schema validators
+            one_run(one, mode)
         results: dict[str, list[tuple[float, float, int]]] = {name: [] for name, _, _ in clients}
         for k in range(args.runs):
-            for name, client, helper in clients if k % 2 else clients[::-1]:
-                results[name].append(one_run(client, helper))
+            for name, one, mode in clients[k % len(clients) :] + clients[: k % len(clients)]:  # rotates
+                results[name].append(one_run(one, mode))
     events = results["plain SDK"][0][2]
     print(f"R2 over loopback HTTP: {events} events per stream; medians of {args.runs} interleaved runs")
-    print(f"  {'':<14}{'total ms':>10}{'cpu ms':>10}{'cpu us/event':>14}")
+    print(f"  {'':<20}{'total ms':>10}{'cpu ms':>10}{'cpu us/event':>14}{'cpu / plain':>13}")
     medians: dict[str, tuple[float, float]] = {}
     for name, rows in results.items():
         total, cpu = (statistics.median(r[i] for r in rows) for i in range(2))
         medians[name] = (total, cpu)
-        print(f"  {name:<14}{total * 1e3:>10.2f}{cpu * 1e3:>10.2f}{cpu / events * 1e6:>14.2f}")
-    (pt, pc), (wt, wc) = medians["plain SDK"], medians["ts.wrap"]
-    print(f"ts.wrap vs plain: total {100 * (wt / pt - 1):+.1f}%, cpu {100 * (wc / pc - 1):+.1f}%")
-    print(f"toolstitch per event over HTTP (cpu difference): {(wc - pc) / events * 1e6:.2f} us")
+    pt, pc = medians["plain SDK"]
+    for name, (total, cpu) in medians.items():
+        row = f"{total * 1e3:>10.2f}{cpu * 1e3:>10.2f}{cpu / events * 1e6:>14.2f}{cpu / pc:>13.3f}"
+        print(f"  {name:<20}{row}")
+    for name in ('wrap(decode="sdk")', "wrap()"):
+        wt, wc = medians[name]
+        print(f"{name} vs plain: total {100 * (wt / pt - 1):+.1f}%, cpu {100 * (wc / pc - 1):+.1f}%")
+    sdk_cpu = medians['wrap(decode="sdk")'][1]
+    added = (sdk_cpu - pc) / events * 1e6
+    print(f'toolstitch per event over HTTP (cpu, wrap(decode="sdk") - plain): {added:.2f} us')
     bare, fed, count = sans_io(payloads, max(5, args.runs // 4))
     print(
         f"sans-I/O: ResponseAccumulator.feed {fed / count * 1e6:.2f} us/event, a bare loop "

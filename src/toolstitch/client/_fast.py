@@ -43,7 +43,8 @@ one behaves differently, keeps the SDK's own decoding for that stream or for goo
   reference the self-check compares with, and the fallback for a chunk the fast builder declines);
 * ``openai._base_client.BaseClient._process_response_data`` (the one step replaced; a client class
   that overrides it is left alone) and ``client._strict_response_validation`` (off, as by default);
-* ``openai.Stream`` / ``AsyncStream``: ``_client``, ``_cast_to`` (must be ``ChatCompletionChunk``),
+* ``openai.Stream`` / ``AsyncStream``: ``_client``, ``_cast_to`` (must be ``ChatCompletionChunk``,
+  or ``ResponseStreamEvent`` for a Responses stream, whose events :mod:`._fast_events` builds),
   ``_decoder`` and ``__stream__`` (run as it is);
 * ``openai._streaming.SSEDecoder`` (the faster decoder in :mod:`._sse` is installed only where it
   decodes the sample bodies exactly as this class does).
@@ -69,7 +70,7 @@ from openai import _streaming as sdk_streaming
 from openai.types.chat import ChatCompletionChunk
 
 from ..errors import FastDecodeWarning
-from . import _sse
+from . import _fast_events, _sse
 
 __all__ = ["Decode", "build_chunk", "fast_decode_status", "install", "same_value", "stream_from_bytes"]
 
@@ -244,6 +245,10 @@ class _FastClient:
                 chunk = build_chunk(data)
                 if chunk is not None:
                     return chunk
+            elif cast_to is _fast_events.EVENT_TYPE and cast_to is not None:
+                event = _fast_events.build_event(data)
+                if event is not None:
+                    return event
             return process(data=data, cast_to=cast_to, response=response)
 
         object.__setattr__(self, "_process_response_data", process_response_data)
@@ -323,6 +328,24 @@ def _builder_agrees() -> bool:
     return True
 
 
+def _events_agree() -> bool:
+    """Whether every sample Responses event that builds fast equals the SDK's construction of it
+    (and the common ones do build fast: a release where they cannot gains nothing)."""
+    built = 0
+    for sample in _fast_events.sample_events():
+        event = _fast_events.build_event(_copy(sample))
+        if event is None:
+            continue
+        built += 1
+        try:
+            expected = sdk_models.construct_type(type_=_fast_events.EVENT_TYPE, value=_copy(sample))
+        except Exception:
+            return False
+        if not same_value(event, expected):
+            return False
+    return built > 0
+
+
 def _copy(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _copy(v) for k, v in value.items()}
@@ -357,12 +380,18 @@ def _events(decode: Callable[[Any], Iterable[Any]], reads: list[bytes]) -> list[
 class _Status:
     """What the self-check found for the installed release (computed once, at first use)."""
 
-    __slots__ = ("builder", "decoder", "reason")
+    __slots__ = ("builder", "decoder", "events", "events_reason", "reason")
 
-    def __init__(self, builder: bool, decoder: bool, reason: str) -> None:
+    def __init__(
+        self, builder: bool, decoder: bool, reason: str, events: bool = False, events_reason: str = ""
+    ) -> None:
         self.builder = builder
         self.decoder = decoder
         self.reason = reason
+        self.events = events
+        """Responses API events build fast (:mod:`._fast_events`), equal to the SDK's."""
+        self.events_reason = events_reason
+        """Why not, when the release has the Responses API and they do not ("" otherwise)."""
 
 
 _lock = threading.Lock()
@@ -374,20 +403,35 @@ def fast_decode_status() -> _Status:
     results equal to this ``openai`` release's own?"""
     with _lock:
         version = getattr(openai, "__version__", "?")
+        events, events_reason = _events_status(version)
+        try:
+            decoder = _decoder_agrees()
+        except Exception:
+            decoder = False
         if _ROOT is None:
-            return _Status(
-                False,
-                False,
-                f"openai {version}: ChatCompletionChunk has fields the fast builder cannot prove equal",
-            )
+            reason = f"openai {version}: ChatCompletionChunk has fields the fast builder cannot prove equal"
+            return _Status(False, decoder, reason, events, events_reason)
         try:
             builder = _builder_agrees()
-            decoder = _decoder_agrees()
         except Exception as exc:  # a self-check that fails proves nothing: keep the SDK's decoding
-            return _Status(False, False, f"openai {version}: the self-check failed ({type(exc).__name__})")
+            reason = f"openai {version}: the self-check failed ({type(exc).__name__})"
+            return _Status(False, decoder, reason, events, events_reason)
         if not builder:
-            return _Status(False, False, f"openai {version}: its chunks differ from the fast builder's")
-        return _Status(True, decoder, "")
+            reason = f"openai {version}: its chunks differ from the fast builder's"
+            return _Status(False, decoder, reason, events, events_reason)
+        return _Status(True, decoder, "", events, events_reason)
+
+
+def _events_status(version: str) -> tuple[bool, str]:
+    """``(events, reason)``: whether Responses events build fast on this release, and why not."""
+    if _fast_events.EVENT_TYPE is None:
+        return False, ""  # no Responses API: nothing to decode, nothing to say
+    try:
+        if _events_agree():
+            return True, ""
+    except Exception as exc:
+        return False, f"openai {version}: the Responses self-check failed ({type(exc).__name__})"
+    return False, f"openai {version}: its Responses events differ from the fast builder's"
 
 
 @functools.cache
@@ -412,17 +456,23 @@ def install(sdk_stream: Any) -> bool:
     events with :class:`._sse.SSEDecoder` when that decoder is proven equal on this release. A
     client with ``_strict_response_validation`` (the SDK then validates instead of constructing), a
     client class that overrides ``_process_response_data``, or a stream of something other than chat
-    completion chunks is left as it is.
+    completion chunks or Responses API events (:mod:`._fast_events`) is left as it is.
     """
     client = getattr(sdk_stream, "_client", None)
     if client is None or isinstance(client, _FastClient):
         return isinstance(client, _FastClient)
-    if getattr(sdk_stream, "_cast_to", None) is not ChatCompletionChunk:
+    cast_to = getattr(sdk_stream, "_cast_to", None)
+    responses = cast_to is _fast_events.EVENT_TYPE and cast_to is not None
+    if cast_to is not ChatCompletionChunk and not responses:
         return False
     if getattr(client, "_strict_response_validation", True) or not _sdk_processing(client):
         return False
     status = fast_decode_status()
-    if not status.builder:
+    if responses and not status.events:
+        if status.events_reason:
+            _warn_once(status.events_reason)
+        return False
+    if not responses and not status.builder:
         _warn_once(status.reason)
         return False
     sdk_stream._client = _FastClient(client)

@@ -44,6 +44,7 @@ from ..recording._responses_contract import (
     read_responses_contract,
     responses_accumulator,
 )
+from ._fast import install
 from ._proxy import Proxy, like, proxied_stream
 from ._request import creator, read_request
 from ._responses import (
@@ -170,6 +171,8 @@ def stitched_responses(
         started_at=started,
     )
     stream = cls(sdk_result, accumulator, request=request, guard=opts.guard)
+    if opts.decode == "fast":
+        install(inner)  # before the first event is read, on the SDK's stream itself (rule 7)
     if opts.record is not None:
         stream.record(recording_path(opts.record), redact=opts.redact)
     return stream

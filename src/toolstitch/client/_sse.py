@@ -121,6 +121,9 @@ class SSEDecoder:
             if line[:6] == "data: ":  # the common line, without partition()
                 self._data.append(line[6:])
                 continue
+            if line[:7] == "event: ":  # the Responses API's other line, likewise
+                self._event = line[7:]
+                continue
             if line[0] == ":":
                 continue
             name, _, value = line.partition(":")
