@@ -34,9 +34,10 @@ What lives where, so that each concern can be read (and changed) on its own:
 * :mod:`._validate`  the validator: ``validate_history``, ``validate_request``,
   ``ensure_valid_history``, ``HistoryProblem`` and the ``_Checker`` that runs
   the rules.
-* :mod:`._repair`    repair: ``repair_history``, ``RepairReport``, ``RepairChange``,
-  ``NOT_EXECUTED``. It depends on the validator (it re-validates what it returns), never the
-  other way round.
+* :mod:`._repair`    repair: ``repair_history``; :mod:`._repair_input` its Responses twin
+  (``repair_history(input, api="responses")``); :mod:`._repair_report` what both report
+  (``RepairReport``, ``RepairChange``, ``NOT_EXECUTED``). Repair depends on the validators (it
+  re-validates what it returns), never the other way round.
 * :mod:`._dialects`  the rule table and per-provider dialects.
 * :mod:`._responses` the Responses API: ``response_items`` (the output items to send back),
   ``function_call_output(s)`` (the answers, paired by ``call_id``) and ``validate_input`` (rules
@@ -52,7 +53,8 @@ from __future__ import annotations
 
 from ._build import assistant_message, call_error_text, result_message, tool_message, tool_messages
 from ._dialects import DIALECT_NAMES, Dialect, get_dialect
-from ._repair import NOT_EXECUTED, RepairChange, RepairReport, repair_history
+from ._repair import repair_history
+from ._repair_report import NOT_EXECUTED, RepairChange, RepairReport
 from ._responses import function_call_output, function_call_outputs, response_items, validate_input
 from ._validate import (
     HistoryProblem,

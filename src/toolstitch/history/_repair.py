@@ -10,57 +10,13 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 from ._common import _MISSING, Message, _plain, _tool_calls, _tool_dict
 from ._dialects import Dialect, get_dialect
-from ._validate import HistoryProblem, validate_history
-
-Action = Literal["dropped", "moved", "reordered", "inserted", "rewrote_id", "fixed"]
-
-#: The content of the tool message :func:`repair_history` inserts for a call that has no result.
-NOT_EXECUTED = "Error: not executed. No result was recorded for this tool call; do not assume it ran."
-
-
-@dataclass(frozen=True)
-class RepairChange:
-    """One change :func:`repair_history` made. ``index`` is the message's position in the input
-    (``None`` for an inserted message), ``new_index`` in the output (``None`` when dropped)."""
-
-    action: Action
-    rule: str
-    index: int | None
-    new_index: int | None
-    detail: str
-
-    def __str__(self) -> str:
-        old = "new" if self.index is None else f"#{self.index}"
-        new = "dropped" if self.new_index is None else f"#{self.new_index}"
-        return f"{old} -> {new} {self.rule} {self.action}: {self.detail}"
-
-
-@dataclass(frozen=True)
-class RepairReport:
-    """Every change made, and the problems left that repair cannot fix without inventing facts
-    (bad function names or arguments, Mistral's role order, ...)."""
-
-    changes: tuple[RepairChange, ...] = ()
-    remaining: tuple[HistoryProblem, ...] = ()
-
-    @property
-    def changed(self) -> bool:
-        return bool(self.changes)
-
-    @property
-    def ok(self) -> bool:
-        """True when the repaired history has no errors left (warnings may remain)."""
-        return not any(p.severity == "error" for p in self.remaining)
-
-    def __str__(self) -> str:
-        lines = [str(c) for c in self.changes] or ["no changes"]
-        lines += [f"remaining: {p}" for p in self.remaining]
-        return "\n".join(lines)
-
+from ._repair_input import repair_input
+from ._repair_report import NOT_EXECUTED, Action, RepairChange, RepairReport
+from ._validate import validate_history
 
 # --------------------------------------------------------------------------------- repair
 
@@ -291,10 +247,39 @@ def _pop_answered(slots: list[_Slot]) -> bool:
     return bool(slots)
 
 
+@overload
 def repair_history(
-    messages: Sequence[Any], dialect: str | Dialect = "openai"
-) -> tuple[list[Message], RepairReport]:
+    messages: Sequence[Any], dialect: str | Dialect = ..., *, api: Literal["chat"] = ...
+) -> tuple[list[Message], RepairReport]: ...
+
+
+@overload
+def repair_history(
+    messages: Any,
+    dialect: str | Dialect = ...,
+    *,
+    api: Literal["responses"],
+    previous: Any = ...,
+    previous_response_id: Any = ...,
+) -> tuple[Any, RepairReport]: ...
+
+
+def repair_history(
+    messages: Any,
+    dialect: str | Dialect = "openai",
+    *,
+    api: Literal["chat", "responses"] = "chat",
+    previous: Any = None,
+    previous_response_id: Any = None,
+) -> tuple[Any, RepairReport]:
     """A copy of ``messages`` with what can be fixed without inventing facts fixed, and a report.
+
+    ``api="responses"`` repairs a Responses API ``input`` list instead (``previous``,
+    ``previous_response_id``: what the request continues, as for ``ts.validate_input``): orphan
+    outputs dropped (R01, R05), outputs placed before their call moved after it (R01), second
+    outputs dropped (R03), a call repeated exactly kept once (R04), calls left unanswered answered
+    with :data:`NOT_EXECUTED` (R02); the same report, ``remaining`` as ``ts.validate_input`` finds
+    the result. The rest of this docstring is about chat histories.
 
     * tool results are moved directly after the assistant message that declared them, in declared
       order (H04, H05);
@@ -310,5 +295,13 @@ def repair_history(
     Arguments, function names and results are never changed, and ``messages`` is never mutated.
     What cannot be fixed stays, listed in ``report.remaining``.
     """
+    if api == "responses":
+        if dialect != "openai":
+            raise ValueError("dialect= is for chat histories; the Responses API has one set of rules")
+        return repair_input(messages, previous=previous, previous_response_id=previous_response_id)
+    if api != "chat":
+        raise ValueError(f'api must be "chat" or "responses", not {api!r}')
+    if previous is not None or previous_response_id is not None:
+        raise TypeError('previous= and previous_response_id= are for api="responses"')
     d = get_dialect(dialect)
     return _Repair(messages, d).run()

@@ -1,0 +1,227 @@
+"""Explicit repair of a Responses API ``input`` list: ``ts.repair_history(input, api="responses")``.
+
+The Responses twin of :mod:`._repair`, with the same promises and the same report
+(:class:`~._repair_report.RepairReport`, one :class:`~._repair_report.RepairChange` per change,
+``remaining`` as :func:`~._responses.validate_input` finds the result). What it fixes, each
+without inventing a fact (rules of ``docs/history-rules.md``):
+
+* ``R01`` a ``function_call_output`` whose call no ``function_call`` before it made: moved right
+  after the calls of its turn when its call comes later in ``input``; dropped when no call (nor the
+  previous response, when given) made it. With only ``previous_response_id`` such an output cannot
+  be judged, and it stays.
+* ``R03`` a second output for one call: dropped (the first one answers it).
+* ``R04`` a ``function_call`` repeated with the same ``call_id``, ``name`` and ``arguments`` (an
+  output appended twice): kept once, and the repeated ``reasoning`` item that came with it (the
+  same item again, right before it) is dropped with it. A repeated ``call_id`` with other
+  arguments is two different facts: it stays, reported.
+* ``R05`` an output without a ``call_id`` answers nothing: dropped.
+* ``R02`` a call no output answers (in ``input``, or a call of ``previous``): answered with
+  :data:`~._repair_report.NOT_EXECUTED`, an error text that tells the model the call did not run,
+  placed after the calls and outputs of its turn (at the start of ``input`` for a call of the
+  previous response).
+
+Arguments, names, outputs and every other item are never changed, and ``input`` is never mutated.
+Linear in the size of ``input``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._common import _plain
+from ._repair_report import NOT_EXECUTED, Action, RepairChange, RepairReport
+from ._responses import _previous_calls, validate_input
+
+__all__ = ["repair_input"]
+
+_RUN = frozenset({"function_call", "function_call_output"})
+
+
+@dataclass
+class _Entry:
+    """An input item being repaired: its copy, where it came from, and what happened to it."""
+
+    item: Any
+    src: int | None
+    out: int | None = None
+    dropped: bool = False
+    after: list[_Entry] = field(default_factory=list)  # outputs moved or inserted after this one
+
+
+def _kind(item: Any) -> Any:
+    if not isinstance(item, Mapping):
+        return None
+    kind = item.get("type")
+    if kind is None and "role" in item:
+        return "message"
+    return kind
+
+
+def _call_id(item: Any) -> str | None:
+    call_id = item.get("call_id") if isinstance(item, Mapping) else None
+    return call_id if isinstance(call_id, str) and call_id else None
+
+
+class _RepairInput:
+    def __init__(self, items: list[Any], previous: Any, previous_response_id: Any) -> None:
+        self.entries = [_Entry(item, i) for i, item in enumerate(items)]
+        self.previous = previous
+        self.previous_response_id = previous_response_id
+        self.log: list[tuple[Action, str, _Entry, str]] = []
+        self.head: list[_Entry] = []  # outputs inserted before the first item
+
+    def note(self, action: Action, rule: str, entry: _Entry, detail: str) -> None:
+        self.log.append((action, rule, entry, detail))
+
+    def drop(self, entry: _Entry, rule: str, detail: str) -> None:
+        entry.dropped = True
+        self.note("dropped", rule, entry, detail)
+
+    def run(self) -> tuple[list[Any], RepairReport]:
+        calls = self.repeated_calls()
+        self.outputs(calls)
+        out = self.rebuild()
+        changes = tuple(
+            RepairChange(action, rule, entry.src, entry.out, detail)
+            for action, rule, entry, detail in self.log
+        )
+        remaining = validate_input(
+            out, previous=self.previous, previous_response_id=self.previous_response_id
+        )
+        return out, RepairReport(changes, tuple(remaining))
+
+    def repeated_calls(self) -> dict[str, _Entry]:
+        """The first ``function_call`` of each ``call_id``; exact repeats (and the repeated
+        reasoning item right before them) dropped."""
+        first: dict[str, _Entry] = {}
+        reasoning: dict[str, Any] = {}  # id -> the first reasoning item with that id
+        for k, entry in enumerate(self.entries):
+            item = entry.item
+            kind = _kind(item)
+            if kind == "reasoning" and isinstance(item.get("id"), str):
+                reasoning.setdefault(item["id"], item)
+            if kind != "function_call" or (call_id := _call_id(item)) is None:
+                continue
+            kept = first.get(call_id)
+            if kept is None:
+                first[call_id] = entry
+                continue
+            if (item.get("name"), item.get("arguments")) != (
+                kept.item.get("name"),
+                kept.item.get("arguments"),
+            ):
+                continue  # two different calls under one id: not ours to choose (R04 remains)
+            self.drop(entry, "R04", f"a repeat of function call {call_id!r} (item {kept.src})")
+            j = k - 1
+            while j >= 0 and _kind(self.entries[j].item) in ("function_call", "reasoning"):
+                before = self.entries[j]
+                rid = before.item.get("id")
+                if (
+                    _kind(before.item) == "reasoning"
+                    and not before.dropped
+                    and isinstance(rid, str)
+                    and reasoning.get(rid) is not before.item
+                    and reasoning.get(rid) == before.item
+                ):
+                    self.drop(before, "R04", f"a repeat of reasoning item {rid!r}, beside a repeated call")
+                j -= 1
+        return first
+
+    def outputs(self, calls: dict[str, _Entry]) -> None:
+        """Each output kept where it answers a call made before it, moved after a call made later,
+        or dropped; then every call left unanswered answered with ``NOT_EXECUTED``."""
+        previous = {call_id: None for call_id in _previous_calls(self.previous)}
+        cannot_judge = self.previous is None and self.previous_response_id is not None
+        answered: set[str] = set()
+        seen_calls: set[str] = set()
+        for entry in self.entries:
+            item = entry.item
+            kind = _kind(item)
+            if entry.dropped:
+                continue
+            if kind == "function_call" and (call_id := _call_id(item)) is not None:
+                seen_calls.add(call_id)
+                continue
+            if kind != "function_call_output":
+                continue
+            call_id = _call_id(item)
+            if call_id is None:
+                self.drop(entry, "R05", "a function_call_output without call_id answers no call")
+            elif call_id in answered:
+                self.drop(entry, "R03", f"a second output for call {call_id!r}")
+            elif call_id in seen_calls or call_id in previous:
+                answered.add(call_id)
+            elif call_id in calls:
+                answered.add(call_id)
+                entry.dropped = True  # from here; it reappears after its call's turn
+                self.anchor(calls[call_id]).after.append(entry)
+                self.note(
+                    "moved",
+                    "R01",
+                    entry,
+                    f"output for {call_id!r} moved after its call (item {calls[call_id].src})",
+                )
+            elif not cannot_judge:
+                self.drop(entry, "R01", f"an output for {call_id!r}, which no call before it made")
+        for call_id in previous:
+            if call_id not in answered:
+                answered.add(call_id)
+                self.head.append(self.not_executed(call_id, "of the previous response"))
+        for call_id, entry in calls.items():
+            if call_id not in answered:
+                answered.add(call_id)
+                self.anchor(entry).after.append(self.not_executed(call_id, f"(item {entry.src})"))
+
+    def not_executed(self, call_id: str, where: str) -> _Entry:
+        item = {"type": "function_call_output", "call_id": call_id, "output": NOT_EXECUTED}
+        entry = _Entry(item, None)
+        self.note("inserted", "R02", entry, f"'not executed' output for call {call_id!r} {where}")
+        return entry
+
+    def anchor(self, call: _Entry) -> _Entry:
+        """The last item of the run of calls and outputs that ``call`` is part of: where the
+        outputs of its turn end (never past the next turn's reasoning or message)."""
+        index = call.src if call.src is not None else 0
+        last = call
+        for entry in self.entries[index + 1 :]:
+            if _kind(entry.item) not in _RUN:
+                break
+            if not entry.dropped:
+                last = entry
+        return last
+
+    def rebuild(self) -> list[Any]:
+        out: list[Any] = []
+
+        def put(entry: _Entry) -> None:
+            entry.out = len(out)
+            out.append(entry.item)
+
+        for entry in self.head:
+            put(entry)
+        for entry in self.entries:
+            if not entry.dropped:
+                put(entry)
+            for extra in entry.after:
+                put(extra)
+        return out
+
+
+def repair_input(
+    input: Any, *, previous: Any = None, previous_response_id: Any = None
+) -> tuple[Any, RepairReport]:
+    """``ts.repair_history(input, api="responses", ...)``: see the module docstring. ``input``
+    that is not a list (a string, or something no repair can read) is returned as it is, with
+    what :func:`validate_input` finds in it."""
+    if not isinstance(input, list | tuple):
+        remaining = validate_input(input, previous=previous, previous_response_id=previous_response_id)
+        return input, RepairReport((), tuple(remaining))
+    items: list[Any] = []
+    for entry in input:
+        try:
+            items.append(_plain(entry))
+        except Exception:  # validate_input reports what cannot be read
+            items.append(entry)
+    return _RepairInput(items, previous, previous_response_id).run()
