@@ -275,3 +275,16 @@ def test_the_server_refuses_the_broken_input_and_accepts_the_repaired_one(server
     server.enqueue(StreamScript.responses(response_events(text="All done.")))
     stream = ts.wrap(server.client()).responses.create(model="m", input=fixed, stream=True)
     assert stream.get_final_response().output_text == "All done."
+
+
+def test_a_call_sent_back_without_its_reasoning_gets_the_previous_responses_item_back() -> None:
+    previous = {"object": "response", "output": [REASONING, call("a"), call("b", "get_time", "{}")]}
+    items = [USER, call("a"), call("b", "get_time", "{}"), output("a")]
+    assert [p.rule for p in ts.validate_input(items, previous=previous)] == ["R08", "R08", "R02"]
+    fixed, report = repair(items, previous=previous)
+    assert fixed == [USER, REASONING, call("a"), call("b", "get_time", "{}"), output("a"), missing("b")]
+    assert changes(report) == [("inserted", "R02", None, 5), ("inserted", "R08", None, 1)]
+    assert report.ok
+    without_ids = [{k: v for k, v in i.items() if k != "id"} for i in items]
+    fixed, report = repair(without_ids, previous=previous)  # no item id: no reasoning needed
+    assert [c.rule for c in report.changes] == ["R02"] and REASONING not in fixed

@@ -41,7 +41,7 @@ What lives where, so that each concern can be read (and changed) on its own:
 * :mod:`._dialects`  the rule table and per-provider dialects.
 * :mod:`._responses` the Responses API: ``response_items`` (the output items to send back),
   ``function_call_output(s)`` (the answers, paired by ``call_id``) and ``validate_input`` (rules
-  R00-R07 of its ``input``).
+  R00-R09 of its ``input``).
 * :mod:`._common`    what more than one of them needs: reading input as the SDK sends it, a
   message's ``tool_calls``, and the shape of a tool message.
 

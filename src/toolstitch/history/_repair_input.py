@@ -15,6 +15,8 @@ without inventing a fact (rules of ``docs/history-rules.md``):
   same item again, right before it) is dropped with it. A repeated ``call_id`` with other
   arguments is two different facts: it stays, reported.
 * ``R05`` an output without a ``call_id`` answers nothing: dropped.
+* ``R08`` a call of ``previous`` sent back with its item id but without the reasoning item it came
+  with: that reasoning item, copied from ``previous``, is put back right before it.
 * ``R02`` a call no output answers (in ``input``, or a call of ``previous``): answered with
   :data:`~._repair_report.NOT_EXECUTED`, an error text that tells the model the call did not run,
   placed after the calls and outputs of its turn (at the start of ``input`` for a call of the
@@ -32,7 +34,7 @@ from typing import Any
 
 from ._common import _plain
 from ._repair_report import NOT_EXECUTED, Action, RepairChange, RepairReport
-from ._responses import _previous_calls, validate_input
+from ._responses import _previous_calls, _previous_items, _required_reasoning, validate_input
 
 __all__ = ["repair_input"]
 
@@ -48,6 +50,7 @@ class _Entry:
     out: int | None = None
     dropped: bool = False
     after: list[_Entry] = field(default_factory=list)  # outputs moved or inserted after this one
+    before: list[_Entry] = field(default_factory=list)  # the reasoning put back before this call
 
 
 def _kind(item: Any) -> Any:
@@ -82,6 +85,7 @@ class _RepairInput:
     def run(self) -> tuple[list[Any], RepairReport]:
         calls = self.repeated_calls()
         self.outputs(calls)
+        self.reasoning()
         out = self.rebuild()
         changes = tuple(
             RepairChange(action, rule, entry.src, entry.out, detail)
@@ -166,13 +170,45 @@ class _RepairInput:
             elif not cannot_judge:
                 self.drop(entry, "R01", f"an output for {call_id!r}, which no call before it made")
         for call_id in previous:
-            if call_id not in answered:
+            if call_id not in answered and call_id not in calls:  # a call sent back: answered below
                 answered.add(call_id)
                 self.head.append(self.not_executed(call_id, "of the previous response"))
         for call_id, entry in calls.items():
             if call_id not in answered:
                 answered.add(call_id)
                 self.anchor(entry).after.append(self.not_executed(call_id, f"(item {entry.src})"))
+
+    def reasoning(self) -> None:
+        """A call of ``previous`` sent back without the reasoning item it came with gets that item
+        back, copied from ``previous``, right before it (R08): the response's own item, not an
+        invented one."""
+        earlier = _previous_items(self.previous)
+        required = _required_reasoning(earlier)
+        if not required:
+            return
+        by_id = {i.get("id"): i for i in earlier if i.get("type") == "reasoning"}
+        seen: set[Any] = set()
+        for entry in self.entries:
+            item = entry.item
+            kind = _kind(item)
+            if entry.dropped:
+                continue
+            if kind == "reasoning":
+                seen.add(item.get("id"))
+            if kind != "function_call":
+                continue
+            needed = required.get(item.get("id"))
+            if needed is None or needed in seen or needed not in by_id:
+                continue
+            seen.add(needed)
+            restored = _Entry(_plain(by_id[needed]), None)
+            entry.before.append(restored)
+            self.note(
+                "inserted",
+                "R08",
+                restored,
+                f"reasoning item {needed!r} of the previous response, before its call",
+            )
 
     def not_executed(self, call_id: str, where: str) -> _Entry:
         item = {"type": "function_call_output", "call_id": call_id, "output": NOT_EXECUTED}
@@ -202,6 +238,8 @@ class _RepairInput:
         for entry in self.head:
             put(entry)
         for entry in self.entries:
+            for extra in entry.before:
+                put(extra)
             if not entry.dropped:
                 put(entry)
             for extra in entry.after:

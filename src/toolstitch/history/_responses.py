@@ -15,7 +15,7 @@ tool output found for function call ...", and a reasoning item sent without the 
 * :func:`function_call_output` / :func:`function_call_outputs`: the items answering calls, paired
   by ``call_id``, with the tool messages' rules (a call that is not ``ready`` never ran: it is
   answered with an error, never with a result).
-* :func:`validate_input`: the problems a server would answer with a 400 (rules ``R00``-``R07``,
+* :func:`validate_input`: the problems a server would answer with a 400 (rules ``R00``-``R09``,
   listed in ``docs/history-rules.md``), for a stateless ``input`` or one that continues
   ``previous_response_id``.
 """
@@ -31,6 +31,7 @@ import pydantic
 from ..errors import CallNotReadyError
 from ._build import ToolCallLike, _call_facts, _error_text, _is_result, _result_text
 from ._common import _MISSING, _plain
+from ._dialects import Dialect, get_dialect
 from ._validate import HistoryProblem
 
 __all__ = [
@@ -65,10 +66,12 @@ def response_items(source: Any, *, reasoning: bool = True) -> list[Item]:
     ``source`` is a ``Response``, a stitched Responses stream (its ``get_final_response()``), a
     response as a dict, or its ``output`` list. ``function_call`` items keep their ``id``,
     ``call_id``, ``name`` and ``arguments`` text exactly as received (``null`` fields the server
-    sent are left out: input items do not take them); ``reasoning`` items are kept unless
-    ``reasoning=False`` (with ``store=False`` a reasoning item can go back only with its
-    ``encrypted_content``: ask for it with ``include=["reasoning.encrypted_content"]``); every other
-    item is kept as sent. Input is never changed: the items are copies.
+    sent are left out: input items do not take them); ``reasoning`` items are kept, and with
+    ``reasoning=False`` only those that came with a call (the last one before each
+    ``function_call``: OpenAI refuses a call sent back without it, rule R08). With ``store=False``
+    a reasoning item can go back only with its ``encrypted_content``: ask for it with
+    ``include=["reasoning.encrypted_content"]`` (``ts.run`` does). Every other item is kept as
+    sent. Input is never changed: the items are copies.
     """
     response = _response_of(source)
     if isinstance(response, list | tuple):
@@ -86,10 +89,26 @@ def response_items(source: Any, *, reasoning: bool = True) -> list[Item]:
         data = _dump(entry)
         if not isinstance(data, Mapping):
             raise TypeError(f"an output item is {type(data).__name__}, not an object")
-        if data.get("type") == "reasoning" and not reasoning:
-            continue
         items.append({k: v for k, v in data.items() if v is not None})
+    if not reasoning:
+        kept = _reasoning_with_calls(items)
+        items = [i for k, i in enumerate(items) if i.get("type") != "reasoning" or k in kept]
     return items
+
+
+def _reasoning_with_calls(items: list[Item]) -> set[int]:
+    """The positions of the reasoning items that came with a call: the last reasoning item before
+    each ``function_call``. The server wants it back beside the call (R08), so
+    ``reasoning=False`` never drops it."""
+    kept: set[int] = set()
+    last: int | None = None
+    for k, item in enumerate(items):
+        kind = item.get("type")
+        if kind == "reasoning":
+            last = k
+        elif kind == "function_call" and last is not None:
+            kept.add(last)
+    return kept
 
 
 def function_call_output(
@@ -176,6 +195,9 @@ _R01 = "No tool call found for function call output with call_id {id}."
 _R02 = "No tool output found for function call {id}."
 _R05 = "Missing required parameter: 'input[{index}].{field}'."
 _R07 = "Item '{id}' of type 'reasoning' was provided without its required following item."
+_R08 = (
+    "Item '{id}' of type 'function_call' was provided without its required 'reasoning' item: '{reasoning}'."
+)
 _ITEM_TYPES = frozenset(
     {
         "message",
@@ -215,20 +237,59 @@ def _problem(
     return HistoryProblem(index, rule, "error" if rule != "R06" else "warning", full, text, param)
 
 
-def _previous_calls(previous: Any) -> list[str]:
+def _previous_items(previous: Any) -> list[Item]:
     if previous is None:
         return []
     try:
-        items = response_items(previous)
+        return response_items(previous)
     except TypeError:
         return []
+
+
+def _previous_calls(previous: Any) -> list[str]:
     return [
-        i["call_id"] for i in items if i.get("type") == "function_call" and isinstance(i.get("call_id"), str)
+        i["call_id"]
+        for i in _previous_items(previous)
+        if i.get("type") == "function_call" and isinstance(i.get("call_id"), str)
     ]
 
 
+def _required_reasoning(items: list[Item]) -> dict[str, str]:
+    """Each ``function_call`` item id of a response, mapped to the id of the reasoning item it came
+    with (the last one before it in the output): what the call must be sent back beside (R08)."""
+    required: dict[str, str] = {}
+    last: str | None = None
+    for item in items:
+        kind, item_id = item.get("type"), item.get("id")
+        if kind == "reasoning":
+            last = item_id if isinstance(item_id, str) else None
+        elif kind == "function_call" and isinstance(item_id, str) and last is not None:
+            required[item_id] = last
+    return required
+
+
+#: Items that end a model's turn in ``input``: what the caller sends (R09 looks for a reasoning
+#: item in each turn that makes calls).
+_CALLER_ITEMS = frozenset(
+    {
+        "function_call_output",
+        "custom_tool_call_output",
+        "computer_call_output",
+        "local_shell_call_output",
+        "shell_call_output",
+        "apply_patch_call_output",
+        "mcp_approval_response",
+        "item_reference",
+    }
+)
+
+
 def validate_input(
-    input: Any, *, previous: Any = None, previous_response_id: Any = None
+    input: Any,
+    *,
+    previous: Any = None,
+    previous_response_id: Any = None,
+    dialect: str | Dialect = "openai",
 ) -> list[HistoryProblem]:
     """The problems of a Responses request's ``input`` that a server would answer with a 400
     (errors) or that are fragile (warnings); ``[]`` when it is valid. ``index`` is the item's
@@ -242,10 +303,18 @@ def validate_input(
     * ``R05`` an item without what the server requires (``call_id``, ``name``, ``arguments``
       text, ``output``) or of a type it does not know;
     * ``R06`` (warning) ``arguments`` that are not a JSON object: local servers parse them;
-    * ``R07`` a ``reasoning`` item without the item it produced right after it.
+    * ``R07`` a ``reasoning`` item without the item it produced right after it;
+    * ``R08`` a ``function_call`` of ``previous`` sent back with its item ``id`` but without the
+      reasoning item it came with (OpenAI: "... was provided without its required 'reasoning'
+      item");
+    * ``R09`` (``dialect="deepseek"``) a turn that makes calls without a reasoning item before
+      them: DeepSeek's gateway wants one before every call of a turn, as its chat API wants
+      ``reasoning_content`` (H62).
 
-    ``previous`` is the response ``previous_response_id`` names (a ``Response``, a dict, or its
-    output), when it is known: its calls must be answered here. When only
+    ``previous`` is the response ``previous_response_id`` names, or the one whose items this
+    input sends back (a ``Response``, a dict, or its output), when it is known: its calls must be
+    answered here, once (sending its calls back, statelessly, is not a repeat), and beside their
+    reasoning. When only
     ``previous_response_id`` is given, an output for a call this input does not hold cannot be
     judged, so ``R01`` is not reported for it. Never raises; linear in the size of ``input``.
     """
@@ -257,8 +326,15 @@ def validate_input(
         ]
     problems: list[HistoryProblem] = []
     made: dict[str, int] = {}
-    for earlier in _previous_calls(previous):
-        made.setdefault(earlier, -1)
+    earlier_items = _previous_items(previous)
+    for earlier in earlier_items:
+        call_id = earlier.get("call_id")
+        if earlier.get("type") == "function_call" and isinstance(call_id, str):
+            made.setdefault(call_id, -1)
+    required = _required_reasoning(earlier_items)
+    deepseek = get_dialect(dialect).name == "deepseek"
+    reasoning_seen: set[Any] = set()  # ids of the reasoning items before the current item
+    turn_reasoned = False  # a reasoning item since the caller's last item (R09)
     unknown_previous = previous is None and previous_response_id is not None
     answered: dict[str, int] = {}
     items: list[Any] = []
@@ -286,7 +362,21 @@ def validate_input(
                 )
             )
             continue
+        if kind == "reasoning":
+            reasoning_seen.add(item.get("id"))
+            turn_reasoned = True
+        elif kind in _CALLER_ITEMS or (kind == "message" and item.get("role") != "assistant"):
+            turn_reasoned = False
         if kind == "function_call":
+            item_id = item.get("id")
+            needed = required.get(item_id) if isinstance(item_id, str) else None
+            if needed is not None and needed not in reasoning_seen:
+                text = _R08.format(id=item_id, reasoning=needed)
+                what = f"function_call item {index} is sent back without its reasoning item {needed!r}"
+                problems.append(_problem(index, "R08", what, text, "input"))
+            if deepseek and not turn_reasoned:
+                what = f"function_call item {index} has no reasoning item before it in its turn (DeepSeek)"
+                problems.append(_problem(index, "R09", what, param="input"))
             call_id = item.get("call_id")
             for field, ok in (
                 ("call_id", isinstance(call_id, str) and bool(call_id)),
@@ -306,7 +396,9 @@ def validate_input(
                     )
             if not (isinstance(call_id, str) and call_id):
                 continue
-            if call_id in made:
+            if made.get(call_id) == -1:
+                made[call_id] = index  # the previous response's call, sent back: its own item now
+            elif call_id in made:
                 problems.append(
                     _problem(
                         index,
@@ -316,7 +408,8 @@ def validate_input(
                     )
                 )
                 continue
-            made[call_id] = index
+            else:
+                made[call_id] = index
             arguments = item.get("arguments")
             if isinstance(arguments, str) and not _is_json_object(arguments):
                 problems.append(

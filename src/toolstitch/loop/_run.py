@@ -499,7 +499,9 @@ class _Loop:
             kwargs["input"] = list(self.history)
             if self.definitions:
                 kwargs["tools"] = [_flat_tool(t) for t in self.definitions]
-            problems = validate_input(kwargs["input"])
+            if kwargs.get("store") is False:
+                kwargs["include"] = _with_encrypted_reasoning(kwargs.get("include"))
+            problems = validate_input(kwargs["input"], dialect=self.dialect)
             if any(p.severity == "error" for p in problems):
                 raise RequestError(problems)
             kwargs["stream"] = True
@@ -1022,6 +1024,19 @@ def _plain(value: Any) -> dict[str, Any]:
     except Exception:
         pass
     return {}
+
+
+def _with_encrypted_reasoning(include: Any) -> Any:
+    """``include`` with ``"reasoning.encrypted_content"``: with ``store=False`` the server keeps no
+    reasoning item, so a reasoning model's reasoning can go back beside its calls (rule R08) only as
+    the encrypted content the response carries when asked for it. Anything but a list, a tuple or
+    nothing is the caller's to get right, and left as it is for the SDK to judge."""
+    wanted = "reasoning.encrypted_content"
+    if include is None:
+        return [wanted]
+    if not isinstance(include, list | tuple):
+        return include
+    return list(include) if wanted in include else [*include, wanted]
 
 
 def _flat_tool(definition: Mapping[str, Any]) -> dict[str, Any]:
