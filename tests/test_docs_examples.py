@@ -269,7 +269,7 @@ def test_confirm_callback() -> None:
 
 def test_on_event_and_timings() -> None:
     lines = output("docs/production.md", "Watching the loop: `on_event` and timings").splitlines()
-    assert lines[0] == "running get_weather {'city': 'Oslo'}"
+    assert lines[0] == 'running get_weather {"city": "Oslo"} eager'
     assert lines[1].startswith("result ok sunny in Oslo in ")
     assert lines[2].startswith('step 0 {"first_chunk": ') and '"attempts": 1}' in lines[2]
     assert lines[3].startswith("step 1 ")

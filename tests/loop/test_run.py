@@ -182,7 +182,9 @@ def test_two_step_conversation_with_parallel_calls(server: LocalServer, box: Too
     kinds = [type(e).__name__ for e in events if getattr(e, "step", None) == 0 or isinstance(e, StepFinished)]
     # The step's stream events (StreamEvent, see tests/loop/test_run_events.py) come between the two.
     kinds = [k for k in kinds if k != "StreamEvent"]
-    assert kinds[:2] == ["StepStarted", "ResponseReceived"]
+    # Both tools are read_only: each starts while the stream is still open (eager by default),
+    # before the response is received.
+    assert kinds[:4] == ["StepStarted", "CallDispatched", "CallDispatched", "ResponseReceived"]
     assert kinds.count("CallDispatched") == 2 and kinds.count("CallFinished") == 2
     assert isinstance(events[-1], StepFinished) and events[-1].step.index == 1
 

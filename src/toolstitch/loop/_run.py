@@ -19,10 +19,14 @@ call executed twice because a request was retried (calls run only after their st
 the ledger answers a call id it has seen finish); a tool's exception escaping (unless
 ``raise_tool_errors``).
 
-**Eager dispatch** (``eager=True``): a call to a ``read_only`` tool starts as soon as its arguments
-are a complete, schema-valid JSON value, while the model is still streaming the rest. When the stream
-is sealed, the result is used only if the sealed call is admitted with exactly the same text;
-otherwise, and whenever the stream fails, it is cancelled and discarded.
+**Eager dispatch** (the default; ``eager=False`` turns it off, and so does ``@tool(eager=False)``
+for one tool): a call to a ``read_only`` tool that needs no confirmation starts as soon as its
+arguments are a complete, schema-valid JSON value and it passes the gate, while the model is still
+streaming the rest. When the stream is sealed, the result is used only if the sealed call is
+admitted with exactly the same text; otherwise, and whenever the stream fails, it is discarded (an
+async tool is cancelled, a sync tool's :class:`~toolstitch.CancelToken` is cancelled) and the call
+is answered as the sealed call deserves: refused when it did not end ``ready``. A tool that is not
+``read_only`` never starts before the seal. Results enter the history in call order.
 
 **Resuming.** When ``messages`` ends with an assistant message whose calls are not all answered (a
 run that was interrupted after saving it), those calls are executed first, through the ledger: with
@@ -1076,7 +1080,7 @@ def run(
     ledger: ClaimLedger | None = None,
     retry: RetryPolicy | None = None,
     max_corrections: int = 2,
-    eager: bool = False,
+    eager: bool = True,
     on_event: EventHook | None = None,
     raise_tool_errors: bool = False,
     dialect: str | Dialect = "openai",
@@ -1096,6 +1100,9 @@ def run(
     tool's start and result. ``ts.run_events`` hands out the same events to a reader that pulls.
     ``dialect`` shapes the history for the target server (see ``ts.assistant_message``). Other
     keyword arguments go to ``chat.completions.create``.
+
+    ``eager`` (default True) starts calls to ``read_only`` tools while the model is still writing
+    the rest of its answer (see the module docs); ``eager=False`` waits for the seal.
 
     ``max_steps`` counts requests to the model; resuming the unanswered calls of ``messages`` (see the
     module docs) is an extra step 0 with no request.

@@ -6,6 +6,7 @@
 * :mod:`._runtime`     the thread pool and event-loop thread a toolbox owns.
 * :mod:`._gate`        ready, then offered, then valid, then approved.
 * :mod:`._approval`    ``Deny``, and the ledger's record of calls awaiting a person's approval.
+* :mod:`._cancel`      ``CancelToken``: how a sync tool learns its result is no longer wanted.
 * :mod:`._executor`    running admitted calls with timeouts and cancellation.
 * :mod:`._claim`       the claim protocol: exactly one execution per call (every ledger implements it).
 * :mod:`._ledger`      the in-memory (``MemoryLedger``) and SQLite ledgers.
@@ -19,6 +20,7 @@ import warnings
 from typing import TYPE_CHECKING, Any
 
 from ._approval import Approval, Deny
+from ._cancel import CancelToken
 from ._claim import Claim, ClaimLedger, StoredResult, Verdict, fingerprint
 from ._definition import ConfirmCallback, Tool, tool
 from ._executor import CallTimings, ErrorMessage, ToolResult, default_error_message
@@ -29,6 +31,7 @@ from ._toolbox import Toolbox
 __all__ = [
     "Approval",
     "CallTimings",
+    "CancelToken",
     "Claim",
     "ClaimLedger",
     "ConfirmCallback",

@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from ..core._call import ToolCall
 from ._approval import Deny
+from ._cancel import CancelToken
 from ._runtime import is_async_callable
 from ._strict import clean_schema, is_strict_schema, strict_schema
 
@@ -377,6 +378,7 @@ class Tool:
         strict: bool,
         call_param: str | None = None,
         options: _Options | None = None,
+        cancel_param: str | None = None,
     ) -> None:
         if not _NAME.match(name):
             raise ValueError(
@@ -396,6 +398,9 @@ class Tool:
         self.eager = opts.eager if opts.eager is not None else (read_only and not confirm)
         self.call_param = call_param
         """A parameter annotated ``ToolCall``: it receives the call (its id makes an idempotency key)."""
+        self.cancel_param = cancel_param
+        """A parameter annotated :class:`~toolstitch.CancelToken`: it receives a fresh token per call,
+        cancelled when the result is no longer wanted (see ``tools/_cancel.py``)."""
         self.is_async = is_async_callable(fn)
 
     def __repr__(self) -> str:
@@ -438,6 +443,7 @@ class Tool:
         except Exception:  # unresolvable forward references: fall back to the raw annotations
             hints = {}
         call_param: str | None = None
+        cancel_param: str | None = None
         params: list[tuple[str, Any, Any]] = []
         for p in sig.parameters.values():
             if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
@@ -457,6 +463,9 @@ class Tool:
                 isinstance(annotation, str) and annotation.rsplit(".", 1)[-1] == "ToolCall"
             ):
                 call_param = p.name
+                continue
+            if _is_token(annotation):
+                cancel_param = p.name
                 continue
             params.append((p.name, annotation, p.default))
         tool_name = opts.name or _function_name(fn)
@@ -519,6 +528,7 @@ class Tool:
             strict=use_strict,
             call_param=call_param,
             options=opts,
+            cancel_param=cancel_param,
         )
 
     @classmethod
@@ -560,6 +570,8 @@ class Tool:
             return cls.from_schema(fn, parameters=parameters, **merged)
         opts = _Options.of(merged)
         call_param, params = _split_call_param(fn)
+        cancel_param = _token_param(fn)
+        params = [p for p in params if p != cancel_param]
         if len(params) != 1:
             raise TypeError(
                 f"{_function_name(fn)}: a tool made from pydantic_function_tool({model.__name__}) takes "
@@ -574,6 +586,7 @@ class Tool:
             strict=bool(strict),
             call_param=call_param,
             options=opts,
+            cancel_param=cancel_param,
         )
 
     @classmethod
@@ -607,7 +620,31 @@ class Tool:
             binder=_SchemaBinder(schema),
             strict=strict,
             options=opts,
+            cancel_param=_token_param(fn),
         )
+
+
+def _is_token(annotation: Any) -> bool:
+    """``annotation`` names :class:`CancelToken` (the class, or an unresolved string naming it)."""
+    return annotation is CancelToken or (
+        isinstance(annotation, str) and annotation.rsplit(".", 1)[-1] == "CancelToken"
+    )
+
+
+def _token_param(fn: Callable[..., Any]) -> str | None:
+    """``fn``'s parameter annotated :class:`CancelToken`, if any."""
+    try:
+        hints = typing.get_type_hints(fn)
+    except Exception:
+        hints = {}
+    try:
+        parameters = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):  # a callable without a signature takes no token
+        return None
+    for p in parameters:
+        if _is_token(hints.get(p.name, p.annotation)):
+            return p.name
+    return None
 
 
 def _split_call_param(fn: Callable[..., Any]) -> tuple[str | None, list[str]]:
@@ -668,8 +705,10 @@ def tool(
 
     The schema comes from the type hints and the docstring through pydantic; ``parameters=`` gives a
     raw JSON schema instead (checked with ``jsonschema``). ``strict=None`` uses strict mode when the
-    schema allows it. ``eager`` defaults to ``read_only``; the run loop only dispatches eagerly when
-    asked to (``run(..., eager=True)``). Sync and ``async def`` functions both work.
+    schema allows it. ``eager`` defaults to ``read_only`` (without ``confirm``): ``ts.run`` then
+    starts its calls as soon as their arguments are complete and valid, before the stream is sealed
+    (``eager=False`` here, or ``run(..., eager=False)``, waits for the seal). Sync and
+    ``async def`` functions both work.
     """
 
     # The public signature above spells the options out (for help() and type checkers); from here

@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any
 from ..core._call import ToolCall, now
 from ..errors import ToolError
 from ._approval import Approval, Deny
+from ._cancel import CancelToken
 from ._claim import ClaimLedger, LedgerEntry, Verdict, fingerprint, stored_result
 from ._definition import Tool
 from ._gate import (
@@ -195,16 +196,30 @@ class Started:
         """Its ``execute_tool`` span (OpenTelemetry), ended by whoever adopts or cancels it."""
 
     def cancel(self) -> None:
-        """Cancel the call (an async tool sees ``CancelledError``; a sync tool's result is dropped)."""
+        """Cancel the call (an async tool sees ``CancelledError``; a sync tool's result is dropped
+        and its :class:`CancelToken`, if it asked for one, is cancelled with ``"discarded"``)."""
         self.future.cancel()
+        _cancel_token(self.tool, self.kwargs, "discarded")
         span, self.span = self.span, None
         if span is not None:
             end_tool(span, _cancelled_early(self))
 
 
 def _with_call(admission: Admission, call: ToolCall) -> dict[str, Any]:
-    param = admission.tool.call_param
-    return admission.kwargs if param is None else {**admission.kwargs, param: call}
+    """The function's keyword arguments: the admitted ones, the call (when it asks for it), and a
+    fresh :class:`CancelToken` (when it asks for one)."""
+    t = admission.tool
+    kwargs = admission.kwargs if t.call_param is None else {**admission.kwargs, t.call_param: call}
+    if t.cancel_param is not None:
+        kwargs = {**kwargs, t.cancel_param: CancelToken()}
+    return kwargs
+
+
+def _cancel_token(t: Tool, kwargs: Mapping[str, Any], reason: str) -> None:
+    """Cancel the token handed to the call of ``t`` with ``kwargs``, if it asked for one."""
+    token = kwargs.get(t.cancel_param) if t.cancel_param is not None else None
+    if isinstance(token, CancelToken):
+        token.cancel(reason)
 
 
 def _early_clock(call: ToolCall, admission: Admission) -> tuple[_Clock, Any]:
@@ -317,6 +332,7 @@ class _Batch:
             job = _Job(i, call, verdict.tool, _with_call(verdict, call), key, fingerprint(call), timings)
             if handle is not None and handle.tool is verdict.tool and handle.arguments == call.arguments:
                 job.started, job.clock, job.timings.eager = handle, handle.clock, True
+                job.kwargs = handle.kwargs  # the running function's own (its token among them)
             elif handle is not None:
                 handle.cancel()
             jobs.append(job)
@@ -632,8 +648,10 @@ def _in_thread(fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
     return future
 
 
-def _stop(job: _Job) -> None:
-    """Cancel the job's tool; remember whether it had not begun (then it never will)."""
+def _stop(job: _Job, reason: str = "cancelled") -> None:
+    """Cancel the job's tool (and its :class:`CancelToken`); remember whether it had not begun
+    (then it never will)."""
+    _cancel_token(job.tool, job.kwargs, reason)
     future = job.future
     if future is None:
         job.never_started = True
@@ -696,7 +714,7 @@ async def _run_job(
             await asyncio.wait({inner}, timeout=batch.grace_left())
         raise
     if not done:
-        _stop(job)
+        _stop(job, "timeout")
         if job.tool.is_async and not job.never_started:  # a sync tool's thread cannot be stopped
             await asyncio.wait({inner}, timeout=batch.grace_left())
         await batch.finish(job, batch.timed_out(job, box.timeout_for(job.tool), False))
@@ -737,7 +755,7 @@ async def _drive(batch: _Batch, jobs: list[_Job], total: float | None) -> None:
         await _cancel_all(batch, pending)
     for task, job in tasks.items():
         if task in pending or task.cancelled():
-            _stop(job)
+            _stop(job, "timeout")
             await batch.finish(job, batch.timed_out(job, total, True))
             continue
         error = task.exception()
