@@ -42,7 +42,7 @@ def _serve_web(args: argparse.Namespace) -> int:
     if not 0 <= args.delay <= 10:
         return fail("demo", f"--delay must be from 0 to 10 seconds, not {args.delay}")
     try:
-        demo = WebDemo(port=args.port, delay=args.delay)
+        demo = WebDemo(port=args.port, delay=args.delay, api=args.api)
     except OSError as exc:
         return fail("demo", f"cannot listen on port {args.port}: {exc.strerror or exc}")
     print(f"toolstitch demo: open {demo.url} (Ctrl-C stops)", flush=True)
@@ -87,7 +87,10 @@ def add_command(subparsers: Any) -> None:
     parser.add_argument(
         "--web",
         action="store_true",
-        help="serve the conversation as a web page on 127.0.0.1 (embedded local server; Ctrl-C stops)",
+        help=(
+            "serve the conversation as a web page on 127.0.0.1 (embedded local server; Ctrl-C "
+            "stops); with --api responses, over the Responses API"
+        ),
     )
     parser.add_argument(
         "--port", type=int, default=0, metavar="N", help="port for --web (default 0: pick a free one)"

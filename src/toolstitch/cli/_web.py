@@ -11,8 +11,11 @@ the standard library only (``http.server`` and server-sent events; no new depend
 
 The conversation is the same as ``toolstitch demo``'s (the scripted model of ``_demo_model``, the
 tools of ``_demo``), run by :func:`toolstitch.run_events` with the real ``openai`` client over real
-HTTP: the page shows each event as the loop hands it out. A card's arguments come from the call's
-display-only preview, never from anything executed: only a ``ready`` call runs, after the gate.
+HTTP: the page shows each event as the loop hands it out. ``api="responses"`` (``toolstitch demo
+--web --api responses``) runs it over the Responses API instead (the scripted model of
+``_demo_responses``, the loop's ``api="responses"``): the same events, so the same page. A card's
+arguments come from the call's display-only preview, never from anything executed: only a
+``ready`` call runs, after the gate.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from types import TracebackType
-from typing import Any
+from typing import Any, Literal
 
 from ..core._call import ToolCall
 from ..core._events import (
@@ -50,17 +53,25 @@ from ..loop import (
 from ..tools import Toolbox, tool
 from ._demo import FUNCTIONS, QUESTION, SYSTEM, TOOLS
 from ._demo_model import LOCAL_MODEL, local_model
+from ._demo_responses import local_responses_model
 
 __all__ = ["PAGE", "WebDemo", "conversation", "demo_toolbox", "page_events", "page_html", "ui_event"]
+
+Api = Literal["chat", "responses"]
+#: How the page names the API it runs over (the page's ``#api`` element).
+API_NAMES: dict[str, str] = {"chat": "Chat Completions", "responses": "the Responses API"}
+_API_MARK = b'<span id="api">Chat Completions</span>'
 
 PAGE = "_web_page.html"
 #: The longest conversation the page runs (the scripted model needs two steps).
 MAX_STEPS = 4
 
 
-def page_html() -> bytes:
-    """The page, as shipped beside this module."""
-    return resources.files(__package__ or "toolstitch.cli").joinpath(PAGE).read_bytes()
+def page_html(api: Api = "chat") -> bytes:
+    """The page, as shipped beside this module, naming the API its conversation runs over."""
+    page = resources.files(__package__ or "toolstitch.cli").joinpath(PAGE).read_bytes()
+    name = API_NAMES[api].encode()
+    return page.replace(_API_MARK, b'<span id="api" data-api="' + api.encode() + b'">' + name + b"</span>")
 
 
 def _card(call: ToolCall, step: int) -> dict[str, Any]:
@@ -135,17 +146,24 @@ def page_events(event: RunEvent | RunFinished) -> Iterator[dict[str, Any]]:
     elif isinstance(event, RunFinished):
         completion = event.result.completion
         if event.result.stop_reason == "done" and completion is not None:
-            answer = completion.choices[0].message.content or ""
+            answer = event.result.output_text or ""  # a completion's content, or a Response's text
             yield {"type": "answer", "step": event.result.steps[-1].index, "text": answer}
         else:
             yield {"type": "error", "message": f"the run stopped: {event.result.stop_reason}"}
 
 
-def conversation(client: Any, model: str) -> Generator[dict[str, Any], None, None]:
+def conversation(client: Any, model: str, api: Api = "chat") -> Generator[dict[str, Any], None, None]:
     """The demo conversation as the page's events, pulled from :func:`toolstitch.run_events`: each
-    step's stream as it arrives, each ready call run (only ready calls run), its result, the answer."""
+    step's stream as it arrives, each ready call run (only ready calls run), its result, the answer.
+    ``api="responses"``: over the Responses API (the same events)."""
     messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": QUESTION}]
-    run = run_events(client, model=model, messages=messages, toolbox=demo_toolbox(), max_steps=MAX_STEPS)
+    box = demo_toolbox()
+    if api == "responses":
+        run = run_events(
+            client, model=model, input=messages, toolbox=box, max_steps=MAX_STEPS, api="responses"
+        )
+    else:
+        run = run_events(client, model=model, messages=messages, toolbox=box, max_steps=MAX_STEPS)
     try:
         for event in run:
             yield from page_events(event)
@@ -156,6 +174,7 @@ def conversation(client: Any, model: str) -> Generator[dict[str, Any], None, Non
 @dataclass
 class _Settings:
     events: Callable[[], Generator[dict[str, Any], None, None]]
+    page: bytes
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -167,7 +186,7 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         path = self.path.split("?", 1)[0]
         if path in ("/", "/index.html"):
-            self._send(200, "text/html; charset=utf-8", page_html())
+            self._send(200, "text/html; charset=utf-8", self.server.settings.page)
         elif path == "/run":
             self._stream()
         elif path == "/favicon.ico":
@@ -223,20 +242,30 @@ class WebDemo:
     ``delay`` is the pause between the scripted model's chunks, in seconds: long enough that a person
     (or a browser test) sees each argument arrive. Use it as a context manager, or call
     :meth:`start` and :meth:`stop`; :meth:`serve_forever` serves in the calling thread.
+    ``api="responses"``: the conversation runs over the Responses API, against a scripted model that
+    answers it (and checks every ``input`` as OpenAI does).
     """
 
-    def __init__(self, *, port: int = 0, delay: float = 0.05, host: str = "127.0.0.1") -> None:
+    def __init__(
+        self, *, port: int = 0, delay: float = 0.05, host: str = "127.0.0.1", api: Api = "chat"
+    ) -> None:
         from ..testing import LocalServer
 
+        if api not in API_NAMES:
+            raise ValueError(f'api must be "chat" or "responses", not {api!r}')
         self.delay = delay
-        self._model = LocalServer(handler=local_model(delay))
+        self.api: Api = api
+        if api == "responses":
+            self._model = LocalServer(handler=local_responses_model(delay), check_history=True)
+        else:
+            self._model = LocalServer(handler=local_model(delay))
         self._httpd = _Server((host, port), _Handler)
-        self._httpd.settings = _Settings(self._events)
+        self._httpd.settings = _Settings(self._events, page_html(api))
         self._thread: threading.Thread | None = None
 
     def _events(self) -> Generator[dict[str, Any], None, None]:
         with self._model.client() as client:
-            yield from conversation(client, LOCAL_MODEL)
+            yield from conversation(client, LOCAL_MODEL, self.api)
 
     @property
     def url(self) -> str:
