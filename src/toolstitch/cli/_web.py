@@ -15,7 +15,7 @@ HTTP: the page shows each event as the loop hands it out. ``api="responses"`` (`
 --web --api responses``) runs it over the Responses API instead (the scripted model of
 ``_demo_responses``, the loop's ``api="responses"``): the same events, so the same page. A card's
 arguments come from the call's display-only preview, never from anything executed: only a
-``ready`` call runs, after the gate.
+``ready`` call's result goes back to the model, after the gate.
 """
 
 from __future__ import annotations
@@ -154,8 +154,8 @@ def page_events(event: RunEvent | RunFinished) -> Iterator[dict[str, Any]]:
 
 def conversation(client: Any, model: str, api: Api = "chat") -> Generator[dict[str, Any], None, None]:
     """The demo conversation as the page's events, pulled from :func:`toolstitch.run_events`: each
-    step's stream as it arrives, each ready call run (only ready calls run), its result, the answer.
-    ``api="responses"``: over the Responses API (the same events)."""
+    step's stream as it arrives, each call run (a read-only one eagerly), its result once it is
+    ready, the answer. ``api="responses"``: over the Responses API (the same events)."""
     messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": QUESTION}]
     box = demo_toolbox()
     if api == "responses":
