@@ -74,7 +74,7 @@ from ..core import sealed_call
 from ..core._accumulator import Accumulator
 from ..core._anomaly import Anomaly
 from ..core._call import ToolCall, now, parse_arguments
-from ..core._events import Event
+from ..core._events import Event, ToolCallStarted
 from ..errors import ApprovalError, IncompleteStreamError, RequestError
 from ..history import (
     HistoryProblem,
@@ -859,6 +859,7 @@ class _Turn:
         self.calls: list[ToolCall] = []
         self.keys: list[str] = []
         self.running: list[int] = []  # the indexes of ``calls`` that run now (the rest wait for approval)
+        self.aio: asyncio.AbstractEventLoop | None = None  # the async twin's loop (warm-ups run there)
 
     def retrying_kwargs(self) -> dict[str, Any]:
         """The arguments of ``tenacity.Retrying``/``AsyncRetrying`` (the async twin adds ``sleep``)."""
@@ -892,8 +893,11 @@ class _Turn:
             reraise=True,
         )
 
-    def attempt_started(self) -> None:
-        """Called before each request is sent."""
+    def attempt_started(self, aio: asyncio.AbstractEventLoop | None = None) -> None:
+        """Called before each request is sent (``aio``: the async twin's running loop). The
+        request offers every tool of the toolbox: their warm-ups start now (``tools/_warm.py``)."""
+        self.aio = aio
+        self.loop.box.warm_up_on(None, aio)
         self.timings.attempts += 1
         self.sealed = False
         self.stream = None
@@ -910,6 +914,8 @@ class _Turn:
         ``on_event`` as a :class:`StreamEvent` of this step (text, argument deltas with their
         preview, calls ready/invalid/incomplete …), then the eager calls it made startable."""
         loop = self.loop
+        if type(event) is ToolCallStarted:  # at the latest: a call to the tool is announced
+            loop.box.warm_up_on([event.call.name], self.aio)
         self.observer(event)  # telemetry and anomaly logs
         if loop.on_event is not None:
             loop.emit(StreamEvent(self.index, event))
@@ -1205,7 +1211,7 @@ async def _astep(loop: _Loop, wrapped: Any, model: str, index: int) -> StopReaso
     turn = loop.begin_step(index)
     async for attempt in tenacity.AsyncRetrying(sleep=asyncio.sleep, **turn.retrying_kwargs()):
         with attempt:
-            turn.attempt_started()
+            turn.attempt_started(asyncio.get_running_loop())
             try:
                 create = wrapped.responses.create if loop.responses else wrapped.chat.completions.create
                 turn.stream = stream = await create(model=model, **turn.request)

@@ -321,6 +321,7 @@ class ToolOptions(TypedDict, total=False):
     confirm: bool
     eager: bool | None
     strict: bool | None
+    warm: Callable[[], Any] | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -334,6 +335,7 @@ class _Options:
     confirm: bool = False
     eager: bool | None = None
     strict: bool | None = None
+    warm: Callable[[], Any] | None = None
 
     @classmethod
     def of(cls, options: ToolOptions) -> _Options:
@@ -343,6 +345,8 @@ class _Options:
         made = cls(**options)
         if made.timeout is not None and not made.timeout > 0:
             raise ValueError("timeout must be a positive number of seconds (or None)")
+        if made.warm is not None and not callable(made.warm):
+            raise TypeError("warm must be a function of no arguments (sync or async), or None")
         if made.eager and (not made.read_only or made.confirm):
             raise ValueError(
                 "eager dispatch runs a call before its stream is sealed; only read_only tools that need "
@@ -365,6 +369,8 @@ class Tool:
     ``timeout``    seconds the call may run (None: the toolbox's default).
     ``confirm``    the call needs the toolbox's approval callback to say yes first.
     ``strict``     the schema is sent with ``"strict": true``.
+    ``warm``       a function of no arguments (sync or async) run once per toolbox before the first
+                   call: its setup overlaps the model's writing (see ``tools/_warm.py``).
     """
 
     def __init__(
@@ -396,6 +402,7 @@ class Tool:
         self.timeout = opts.timeout
         self.confirm = confirm
         self.eager = opts.eager if opts.eager is not None else (read_only and not confirm)
+        self.warm = opts.warm
         self.call_param = call_param
         """A parameter annotated ``ToolCall``: it receives the call (its id makes an idempotency key)."""
         self.cancel_param = cancel_param
@@ -685,6 +692,7 @@ def tool(
     eager: bool | None = None,
     strict: bool | None = None,
     parameters: Mapping[str, Any] | None = None,
+    warm: Callable[[], Any] | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -700,6 +708,7 @@ def tool(
     eager: bool | None = None,
     strict: bool | None = None,
     parameters: Mapping[str, Any] | None = None,
+    warm: Callable[[], Any] | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a :class:`Tool` from a function: ``@tool`` or ``@tool(read_only=True, timeout=5, ...)``.
 
@@ -708,7 +717,9 @@ def tool(
     schema allows it. ``eager`` defaults to ``read_only`` (without ``confirm``): ``ts.run`` then
     starts its calls as soon as their arguments are complete and valid, before the stream is sealed
     (``eager=False`` here, or ``run(..., eager=False)``, waits for the seal). Sync and
-    ``async def`` functions both work.
+    ``async def`` functions both work. ``warm=fn`` (no arguments, sync or
+    async) prepares what the tool needs (a connection, a client) once per toolbox, while the model
+    is still writing: calls wait for it, and one that fails leaves the tool cold, never failing.
     """
 
     # The public signature above spells the options out (for help() and type checkers); from here
@@ -721,6 +732,7 @@ def tool(
         "confirm": confirm,
         "eager": eager,
         "strict": strict,
+        "warm": warm,
     }
 
     def make(f: Callable[..., Any]) -> Tool:

@@ -67,6 +67,7 @@ from ._result import CallTimings, ResultStatus, ToolResult
 from ._runtime import is_async_callable
 from ._telemetry import activated, current_context, end_tool, span_context, start_tool
 from ._twins import async_twin_of, bound
+from ._warm import WarmUp, await_for, wait_for
 
 if TYPE_CHECKING:
     from ._toolbox import Toolbox
@@ -119,14 +120,19 @@ def _text_of(exc: BaseException) -> str:
 
 class _Clock:
     """Filled in by the worker: when the function really started and ended. ``context`` is the
-    OpenTelemetry context the function runs in (its ``execute_tool`` span current), or None."""
+    OpenTelemetry context the function runs in (its ``execute_tool`` span current), or None.
+    ``warm``/``warm_limit``: the tool's warm-up, waited for (at most that long) before it starts;
+    ``warm_wait`` the seconds that took."""
 
-    __slots__ = ("context", "finished_at", "started_at")
+    __slots__ = ("context", "finished_at", "started_at", "warm", "warm_limit", "warm_wait")
 
     def __init__(self) -> None:
         self.started_at: float | None = None
         self.finished_at: float | None = None
         self.context: Any = None
+        self.warm: WarmUp | None = None
+        self.warm_limit = 0.0
+        self.warm_wait = 0.0
 
 
 async def _await(value: Awaitable[Any]) -> Any:
@@ -134,6 +140,7 @@ async def _await(value: Awaitable[Any]) -> Any:
 
 
 def _invoke_sync(fn: Callable[..., Any], kwargs: Mapping[str, Any], clock: _Clock) -> Any:
+    clock.warm_wait = wait_for(clock.warm, clock.warm_limit)
     clock.started_at = now()
     try:
         with activated(clock.context):
@@ -146,6 +153,7 @@ def _invoke_sync(fn: Callable[..., Any], kwargs: Mapping[str, Any], clock: _Cloc
 
 
 async def _invoke_async(fn: Callable[..., Any], kwargs: Mapping[str, Any], clock: _Clock) -> Any:
+    clock.warm_wait = await await_for(clock.warm, clock.warm_limit)
     clock.started_at = now()
     try:
         with activated(clock.context):
@@ -159,7 +167,11 @@ def _dispatch(
 ) -> Any:
     """Start ``t``: a sync tool in the pool (a ``concurrent.futures.Future``, whose ``cancel()`` says
     whether it had started), an async one as a task of ``loop``. From a thread other than ``loop``'s,
-    the task is made thread-safely (a ``concurrent.futures.Future`` again)."""
+    the task is made thread-safely (a ``concurrent.futures.Future`` again). The tool's warm-up is
+    started now if nothing started it before; the function waits for it first."""
+    if t.warm is not None:
+        box.warm_up_on([t.name], loop)
+        clock.warm, clock.warm_limit = box.warm_state(t.name), box.warm_timeout
     if not t.is_async:
         ctx = contextvars.copy_context()
         return box.runtime().pool.submit(ctx.run, _invoke_sync, t.fn, kwargs, clock)
@@ -508,6 +520,7 @@ def _run_timings(job: _Job) -> CallTimings:
     timings.finished_at = end
     if clock.started_at is not None:
         timings.execution = end - clock.started_at
+    timings.warm = clock.warm_wait
     return timings
 
 

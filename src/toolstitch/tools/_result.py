@@ -31,6 +31,7 @@ class CallTimings:
     ``confirmation``  spent waiting for the approval callback
     ``execution``     the function's own running time
     ``eager``         the call started before its stream was sealed
+    ``warm``          spent waiting for the tool's warm-up (``@tool(warm=...)``) before it started
     """
 
     streaming: float | None = None
@@ -41,6 +42,7 @@ class CallTimings:
     started_at: float | None = None
     finished_at: float | None = None
     eager: bool = False
+    warm: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         """Plain data (JSON-ready): durations in seconds, ``started_at``/``finished_at`` as Unix time."""

@@ -5,6 +5,7 @@ It sits above the executor (``execute`` delegates to it) so that nothing below i
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from types import TracebackType
@@ -15,6 +16,7 @@ from ._definition import ConfirmCallback, Tool, tool
 from ._executor import ErrorMessage, ToolResult, aexecute, execute
 from ._runtime import Runtime
 from ._twins import async_twin_of
+from ._warm import WarmUp, WarmUps
 
 if TYPE_CHECKING:
     from ._claim import ClaimLedger
@@ -35,6 +37,8 @@ class Toolbox:
     ``max_workers``    threads for sync tools (a bounded pool shared by every batch of this toolbox).
     ``timeout``        seconds per call for tools that set none (None: no limit).
     ``total_timeout``  seconds for one batch of parallel calls, all together (None: no limit).
+    ``warm_timeout``   seconds a call waits for its tool's warm-up (``@tool(warm=...)``) before it
+                       runs cold.
 
     A toolbox owns a thread pool (and, for async tools run from sync code, an event-loop thread);
     :meth:`close` releases them. It is also a context manager.
@@ -49,7 +53,10 @@ class Toolbox:
         max_workers: int | None = None,
         timeout: float | None = None,
         total_timeout: float | None = None,
+        warm_timeout: float = 10.0,
     ) -> None:
+        if not warm_timeout > 0:
+            raise ValueError("warm_timeout must be a positive number of seconds")
         if max_workers is not None and max_workers < 1:
             raise ValueError("max_workers must be at least 1")
         for value, what in ((timeout, "timeout"), (total_timeout, "total_timeout")):
@@ -61,6 +68,8 @@ class Toolbox:
         self.max_workers = max_workers
         self.timeout = timeout
         self.total_timeout = total_timeout
+        self.warm_timeout = warm_timeout
+        self._warm_ups = WarmUps()
         self._runtime: Runtime | None = None  # made on first use, released by close()
         self._runtime_lock = threading.Lock()
         for t in tools:
@@ -121,6 +130,37 @@ class Toolbox:
     def timeout_for(self, t: Tool) -> float | None:
         """The per-call timeout of ``t``: its own, else the toolbox default."""
         return t.timeout if t.timeout is not None else self.timeout
+
+    # -- warm-ups (tools/_warm.py) -------------------------------------------------------------
+
+    def warm_up(self, names: Iterable[str | None] | None = None) -> None:
+        """Start the warm-ups of the named tools (default: every tool) that declare one and have not
+        started yet. The run loop calls this when it sends a request offering them and when a call
+        is announced; call it yourself to warm a toolbox at start-up. From a coroutine, async
+        warm-ups run on its event loop. Never raises for a warm-up (its failure is recorded)."""
+        try:
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        self.warm_up_on(names, loop)
+
+    def warm_up_on(self, names: Iterable[str | None] | None, loop: asyncio.AbstractEventLoop | None) -> None:
+        """:meth:`warm_up` with the loop async warm-ups run on given (None: the toolbox's loop
+        thread): sync code that is called from a coroutine passes None, so nothing waits on a
+        loop it blocks."""
+        tools = list(self._tools.values()) if names is None else [self.get(n) for n in names]
+        for t in tools:
+            if t is not None and t.warm is not None:
+                self._warm_ups.start(t.name, t.warm, self.runtime, loop)
+
+    def warm_state(self, name: str) -> WarmUp | None:
+        """The warm-up of tool ``name`` (its status, start and end), or None when it has not started."""
+        return self._warm_ups.get(name)
+
+    @property
+    def warm_ups(self) -> dict[str, WarmUp]:
+        """Every warm-up started so far, by tool name."""
+        return dict(self._warm_ups.by_tool)
 
     def runtime(self) -> Runtime:
         """The toolbox's threads, made on first use (the executor runs tools on them)."""
