@@ -189,9 +189,60 @@ def test_the_readme_is_for_users() -> None:
     first = next(b for b in blocks(ROOT / "README.md") if runs_here(b))
     assert len(first.code.splitlines()) <= 15
     for page in ("docs/refusals.md", "docs/streaming.md", "docs/production.md", "docs/workers.md"):
-        assert f"]({page})" in readme, page
+        assert f"]({REPOSITORY}/blob/main/{page})" in readme, page
     for gone in ("_speedups", "TOOLSTITCH_PURE_PYTHON", "./dev matrix", *OUTSIDE):
         assert gone not in readme, gone
+
+
+def _repository() -> str:
+    """The repository's URL, as ``pyproject.toml``'s project URLs name it (``Source``)."""
+    found = re.search(r'^Source = "([^"]+)"', (ROOT / "pyproject.toml").read_text(encoding="utf-8"), re.M)
+    assert found, "pyproject.toml's [project.urls] names no Source"
+    return found.group(1).rstrip("/")
+
+
+REPOSITORY = _repository()
+#: A Markdown link or image: ``[text](target)`` / ``![alt](target)``, the target up to a space or ``)``.
+LINK = re.compile(r"\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
+
+
+def _anchors(page: Path) -> set[str]:
+    """The anchors GitHub gives a Markdown page's headings (lowercased, punctuation dropped, spaces
+    as dashes), outside fenced blocks."""
+    anchors: set[str] = set()
+    fenced = False
+    for line in page.read_text(encoding="utf-8").splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        elif not fenced and line.startswith("#"):
+            title = line.lstrip("#").strip().lower()
+            anchors.add(re.sub(r"[^\w\- ]", "", title).replace(" ", "-"))
+    return anchors
+
+
+def test_the_readmes_links_work_where_it_is_read() -> None:
+    """The README is read on the package index too, where a relative link is dead: every link is a
+    full URL, and each one into this repository (``blob/main/PATH`` or ``tree/main/PATH``) names a
+    file or folder of this checkout (and a heading of it, for an anchor)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    targets = LINK.findall(readme)
+    assert targets
+    inside = 0
+    for target in targets:
+        assert target.startswith(("https://", "http://")), (
+            f"a relative link, dead on the package index: {target}"
+        )
+        if not target.startswith(REPOSITORY + "/"):
+            continue
+        inside += 1
+        where, _, anchor = target[len(REPOSITORY) + 1 :].partition("#")
+        kind, _, path = where.partition("/main/")
+        assert kind in ("blob", "tree") and path, target
+        local = ROOT / path
+        assert local.is_file() if kind == "blob" else local.is_dir(), f"{target}: no {path} here"
+        if anchor:
+            assert local.suffix == ".md" and anchor in _anchors(local), f"{target}: no such heading"
+    assert inside >= 10
 
 
 # What a clone of the repository does not have: the folder beside it, the design card and research
