@@ -37,6 +37,7 @@ PUBLIC = [
     "ToolResult",
     "Toolbox",
     "ToolstitchError",
+    "aresume",
     "arun",
     "arun_events",
     "assistant_message",
@@ -48,6 +49,7 @@ PUBLIC = [
     "repair_history",
     "replay",
     "response_items",
+    "resume",
     "run",
     "run_events",
     "stitch",
@@ -63,9 +65,18 @@ PUBLIC = [
 
 def test_public_surface_is_pinned() -> None:
     assert sorted(ts.__all__) == sorted(PUBLIC)
-    assert len(ts.__all__) <= 41
+    assert len(ts.__all__) <= 43
     for name in ts.__all__:
         assert getattr(ts, name) is not None
+
+
+def test_resume_names_are_pinned() -> None:
+    """A background stream by id: ``ts.resume`` / ``ts.aresume`` (as ``run`` / ``arun``), its
+    policy and record in ``toolstitch.client``, its one error in ``toolstitch.errors``."""
+    assert ts.resume is ts.client.resume and ts.aresume is ts.client.aresume
+    assert {"Resume", "ResumePolicy", "resume", "aresume"} <= set(ts.client.__all__)
+    assert "ResumeUnavailableError" in ts.errors.__all__
+    assert issubclass(ts.errors.ResumeUnavailableError, ts.ToolstitchError)
 
 
 def test_public_submodules_hold_the_rest() -> None:

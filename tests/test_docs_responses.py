@@ -46,3 +46,10 @@ def test_the_loop() -> None:
 
 def test_the_sans_io_core() -> None:
     assert output(PAGE, "Without HTTP: `ts.ResponseAccumulator`") == "ready call_1 {'x': 1}\n"
+
+
+def test_a_dropped_connection() -> None:
+    assert output(PAGE, "A dropped connection").splitlines() == [
+        "True [('call_1', 'ready')]",
+        "[(3, 1)] 1 1",
+    ]

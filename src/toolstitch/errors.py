@@ -17,6 +17,7 @@ The hierarchy::
     │   ├── LedgerUnavailableError       a ledger's database could not be reached or used (nothing ran)
     │   ├── ToolError                    raised by a tool on purpose: its text reaches the model verbatim
     │   ├── ApprovalError (also ValueError)          run(approvals=...) named no call awaiting approval
+    │   ├── ResumeUnavailableError (also NotImplementedError)  ts.resume: this openai cannot resume
     │   ├── UnsafeToolCallError (also openai.APIError)  guard=True: a choice finished with a call not ready
     │   └── ToolCallError                why a call is ``invalid``/``incomplete`` (``call.error``)
     │       ├── MalformedArguments       not valid JSON
@@ -81,6 +82,7 @@ __all__ = [
     "RecordingFormatError",
     "RecordingWarning",
     "RequestError",
+    "ResumeUnavailableError",
     "SchemaViolation",
     "ToolCallError",
     "ToolError",
@@ -327,6 +329,12 @@ class ApprovalError(ToolstitchError, ValueError):
         self.problems = list(problems)
         lines = "\n".join(f"  {p}" for p in self.problems)
         super().__init__(f"approvals refused, nothing was run: {len(self.problems)} problem(s)\n{lines}")
+
+
+class ResumeUnavailableError(ToolstitchError, NotImplementedError):
+    """``ts.resume`` cannot stream a response from its id on this ``openai`` release: its
+    ``responses.retrieve`` takes no ``stream`` and ``starting_after`` (openai 1.84 and newer do; the
+    1.55.3 floor has no Responses API at all)."""
 
 
 class UnsafeToolCallError(ToolstitchError, openai.APIError):

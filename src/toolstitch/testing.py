@@ -21,6 +21,10 @@ Wire format, chosen on purpose:
   as OpenAI sends it: an ``event: <type>`` line, then its ``data:`` line. ``POST /v1/responses``
   is served from the same queue and handler as chat completions; a Responses stream ends without
   ``data: [DONE]`` (:meth:`StreamScript.responses`), as OpenAI's does.
+* Background responses (``background: true, stream: true``) are kept whole, even when the stream
+  that carried them is cut (``cut_after_bytes=N`` drops it after byte N): ``GET
+  /v1/responses/{id}?stream=true&starting_after=N`` streams the events after number N again, as
+  OpenAI resumes a background stream; :meth:`LocalServer.enqueue_retrieve` scripts other answers.
 
 The history check (``check_history=True``) mimics OpenAI's 400 answers for rules H01-H04 of
 ``docs/history-rules.md``. It is written independently of the package's own validator, so that a real-SDK
@@ -37,6 +41,7 @@ import re
 import ssl
 import threading
 import time
+import urllib.parse
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
@@ -68,6 +73,8 @@ _DONE = b"data: [DONE]\n\n"
 # Where one SSE event ends; used only to cut a raw body into items whose concatenation is the body.
 # A stored chat completion (OpenAI's `store: true` API): /chat/completions/{id}[/messages].
 _STORED_PATH = re.compile(r"/chat/completions/([^/]+)(/messages)?\Z")
+# A Responses API response by id (``GET /responses/{id}``: retrieve, or resume a background stream).
+_RESPONSE_PATH = re.compile(r"/responses/([^/]+)\Z")
 _EVENT_END = re.compile(r"\r\n\r\n|\n\n|\r\r")
 
 
@@ -428,12 +435,22 @@ class StreamScript:
     headers: Mapping[str, str] | None = None
     delays: Sequence[float] | None = None
     """Seconds to wait before each item (instead of ``delay``), e.g. a recording's own timing."""
+    cut_after_bytes: int | None = None
+    """Send the first N bytes of the body (whatever they cut: an event, a line, a character), then
+    drop the connection mid-body, as a proxy's idle timeout or a lost network does."""
+    stall: float = 0.0
+    """Seconds to hold the connection open after the last write, sending nothing (a stream that
+    never ends, for a client's timeouts); ended early when the server stops."""
 
     def __post_init__(self) -> None:
         if self.fragment is not None and self.fragment < 1:
             raise ValueError("fragment must be >= 1 byte")
         if self.cut_after is not None and self.cut_after < 0:
             raise ValueError("cut_after must be >= 0")
+        if self.cut_after_bytes is not None and self.cut_after_bytes < 0:
+            raise ValueError("cut_after_bytes must be >= 0")
+        if not 0 <= self.stall <= 3600:
+            raise ValueError("stall must be seconds from 0 to 3600")
         if self.delays is not None and any(not 0 <= d < 3600 for d in self.delays):
             raise ValueError("delays must be seconds from 0 to 3600")
 
@@ -524,14 +541,29 @@ class StreamScript:
         """The items actually sent, after ``cut_after``."""
         return self.chunks if self.cut_after is None else self.chunks[: self.cut_after]
 
+    @property
+    def cut(self) -> bool:
+        """The connection is dropped mid-body (``cut_after`` or ``cut_after_bytes``)."""
+        return self.cut_after is not None or self.cut_after_bytes is not None
+
     def writes(self) -> list[bytes]:
         """The body as the server writes it, one element per write (= per HTTP chunk)."""
         items = self.items()
         ends_cleanly = self.done and self.cut_after is None
         if self.fragment is None:
-            return [_encode(i) for i in items] + ([_DONE] if ends_cleanly else [])
-        body, n = sse_body(items, done=ends_cleanly), self.fragment
-        return [body[k : k + n] for k in range(0, len(body), n)]
+            out = [_encode(i) for i in items] + ([_DONE] if ends_cleanly else [])
+        else:
+            body, n = sse_body(items, done=ends_cleanly), self.fragment
+            out = [body[k : k + n] for k in range(0, len(body), n)]
+        if self.cut_after_bytes is None:
+            return out
+        kept, left = [], self.cut_after_bytes
+        for data in out:
+            if left <= 0:
+                break
+            kept.append(data[:left])
+            left -= len(kept[-1])
+        return kept
 
 
 @dataclass
@@ -785,8 +817,63 @@ class _RequestHandler(BaseHTTPRequestHandler):
             first, last = (data[0]["id"], data[-1]["id"]) if data else (None, None)
             page = {"object": "list", "data": data, "first_id": first, "last_id": last, "has_more": False}
             self._send_json(200, page)
+        elif (found := _RESPONSE_PATH.search(self._path())) is not None:
+            self._retrieve_response(found.group(1))
         else:
             self._stored_completion("GET")
+
+    def _retrieve_response(self, response_id: str) -> None:
+        """``GET /responses/{id}``: the response as it stands, or with ``stream=true`` the events
+        of a background response after ``starting_after`` (OpenAI's way to resume a stream whose
+        connection dropped): the next reply queued with :meth:`LocalServer.enqueue_retrieve`, else
+        the stored events themselves, paced as the first stream was."""
+        owner = self.server.owner
+        query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
+        stream = query.get("stream", [""])[-1] == "true"
+        raw_after = query.get("starting_after", [None])[-1]
+        after = int(raw_after) if raw_after is not None and re.fullmatch(r"\d{1,18}", raw_after) else None
+        owner._record_retrieve({"id": response_id, "stream": stream, "starting_after": raw_after})
+        if raw_after is not None and after is None:
+            self._send_json(400, _error_json("starting_after must be an integer.", "invalid_request_error"))
+            return
+        background = owner._background_of(response_id)
+        if not stream:
+            with owner._lock:
+                response = owner.responses.get(response_id)
+            if response is None:
+                self._send_json(
+                    404, _error_json(f"No response with id '{response_id}'.", "invalid_request_error")
+                )
+            else:
+                self._send_json(200, response)
+            return
+        queued = owner._next_retrieve()
+        if background is None and queued is None:
+            message = f"No background response with id '{response_id}' to stream."
+            self._send_json(404, _error_json(message, "invalid_request_error"))
+            return
+        events: list[dict[str, Any]] = []
+        if background is not None:
+            events = [
+                dict(e)
+                for e in background.chunks
+                if isinstance(e, Mapping)
+                and type(e.get("sequence_number")) is int
+                and (after is None or e["sequence_number"] > after)
+            ]
+        if callable(queued):
+            reply: Reply = queued(events)
+        elif queued is not None:
+            reply = queued
+        else:
+            assert background is not None
+            reply = StreamScript.responses(events, fragment=background.fragment, delay=background.delay)
+        if isinstance(reply, ErrorReply):
+            self._send_json(reply.status, reply.payload(), reply.headers)
+        elif isinstance(reply, JSONReply):
+            self._send_json(reply.status, reply.body)
+        else:
+            self._send_stream(reply)
 
     def do_DELETE(self) -> None:
         self._stored_completion("DELETE")
@@ -861,6 +948,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
         elif body.get("stream") is True:
             if responses:
                 owner._store_response(_response_from_events(reply.items()))
+                if body.get("background") is True:
+                    owner._store_background(reply)
             self._send_stream(reply)
         elif responses:
             response = _response_from_events(reply.items())
@@ -906,7 +995,9 @@ class _RequestHandler(BaseHTTPRequestHandler):
                     time.sleep(script.delay)
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
                 self.wfile.flush()
-            if script.cut_after is None:
+            if script.stall:
+                self.server.owner._stopping.wait(script.stall)
+            if not script.cut:
                 self.wfile.write(b"0\r\n\r\n")  # the end of a chunked body; omitted when cut
                 self.wfile.flush()
         except OSError:  # the client closed the stream early; nothing left to tell it
@@ -950,7 +1041,13 @@ class LocalServer:
         reads the function calls of one from here."""
         self.requests: list[dict[str, Any]] = []
         self.request_headers: list[dict[str, str]] = []
+        self.retrieves: list[dict[str, Any]] = []
+        """Every ``GET /responses/{id}`` in order: ``id``, ``stream`` and ``starting_after`` (the
+        query's text, or None)."""
         self._queue: deque[Reply] = deque()
+        self._retrieve_queue: deque[Reply | Callable[[list[dict[str, Any]]], Reply]] = deque()
+        self._background: dict[str, StreamScript] = {}
+        self._stopping = threading.Event()
         self._lock = threading.Lock()
         self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -958,6 +1055,7 @@ class LocalServer:
     def start(self) -> LocalServer:
         """Bind and serve; idempotent."""
         if self._httpd is None:
+            self._stopping.clear()
             httpd = _Server(("127.0.0.1", 0), _RequestHandler)
             httpd.owner = self
             self._thread = threading.Thread(
@@ -974,6 +1072,7 @@ class LocalServer:
         """Stop serving and release the port; streams still being written die with their daemon
         threads."""
         httpd, self._httpd = self._httpd, None
+        self._stopping.set()  # a stalled stream ends now
         if httpd is not None:
             httpd.shutdown()
             httpd.server_close()
@@ -1020,6 +1119,43 @@ class LocalServer:
         """Queue replies, served in order to the next chat-completion requests."""
         with self._lock:
             self._queue.extend(replies)
+
+    def enqueue_retrieve(self, *replies: Reply | Callable[[list[dict[str, Any]]], Reply]) -> None:
+        """Queue answers for the next ``GET /responses/{id}?stream=true`` requests (a resumed
+        stream), in order. A callable is given the events the server holds after the requested
+        ``starting_after`` and returns the reply: ``lambda events: StreamScript.responses(events,
+        cut_after_bytes=200)`` drops the resumed stream too; a plain reply is sent as it is (another
+        response's events, a replay, a stream that never ends). With nothing queued, the stored
+        events of the background response are sent, after ``starting_after``."""
+        with self._lock:
+            self._retrieve_queue.extend(replies)
+
+    def background_events(self, response_id: str) -> list[dict[str, Any]]:
+        """Every event of a background response served so far (``POST /responses`` with
+        ``background: true, stream: true``), whether the stream that carried them was cut or not."""
+        script = self._background_of(response_id)
+        return [dict(e) for e in script.chunks if isinstance(e, Mapping)] if script is not None else []
+
+    def _store_background(self, script: StreamScript) -> None:
+        """Keep a background response's whole script: a resume streams its events again."""
+        for event in _chunk_dicts(script.chunks):
+            response = event.get("response")
+            if isinstance(response, Mapping) and isinstance(response.get("id"), str):
+                with self._lock:
+                    self._background[response["id"]] = script
+                return
+
+    def _background_of(self, response_id: str) -> StreamScript | None:
+        with self._lock:
+            return self._background.get(response_id)
+
+    def _next_retrieve(self) -> Reply | Callable[[list[dict[str, Any]]], Reply] | None:
+        with self._lock:
+            return self._retrieve_queue.popleft() if self._retrieve_queue else None
+
+    def _record_retrieve(self, request: dict[str, Any]) -> None:
+        with self._lock:
+            self.retrieves.append(request)
 
     def _record(self, body: dict[str, Any], headers: dict[str, str]) -> None:
         with self._lock:

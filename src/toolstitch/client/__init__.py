@@ -8,6 +8,8 @@
 * :mod:`._completion` ``calls_of(completion)``: the same calls for a completion that was not streamed.
 * :mod:`._responses_stream` the Responses API: ``StitchedResponseStream`` /
   ``AsyncStitchedResponseStream`` for ``responses.create(stream=True)`` and its other paths.
+* :mod:`._resume` a background Responses stream that resumes itself when its connection drops;
+  :mod:`._retrieve` ``resume(client, response_id, tools=...)``: such a stream from its id.
 * :mod:`._types`   for type checkers only: ``wrap(OpenAI())`` is a ``StitchedOpenAI``, an ``OpenAI``
   whose streamed ``create`` returns a ``StitchedStream`` (and the async and Azure twins).
 """
@@ -19,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from ._completion import calls_of
 from ._responses_stream import AsyncStitchedResponseStream, StitchedResponseStream
+from ._resume import Resume, ResumePolicy
+from ._retrieve import aresume, resume
 from ._stitch import stitch
 from ._stream import AsyncStitchedStream, StitchedStream
 from ._wrap import WrappedClient, wrap
@@ -34,10 +38,14 @@ if TYPE_CHECKING:  # what a type checker sees wrap() return; nothing at run time
 __all__ = [
     "AsyncStitchedResponseStream",
     "AsyncStitchedStream",
+    "Resume",
+    "ResumePolicy",
     "StitchedResponseStream",
     "StitchedStream",
     "WrappedClient",
+    "aresume",
     "calls_of",
+    "resume",
     "stitch",
     "wrap",
 ]

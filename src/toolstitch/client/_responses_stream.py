@@ -35,9 +35,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import openai
 
-from ..core._call import ToolCall
+from ..core._call import ToolCall, now
 from ..core._limits import Limits
 from ..core._responses import ResponseAccumulator
+from ..recording._contract import Contract
 from ..recording._recorder import recording_path
 from ..recording._responses_contract import (
     given_responses_contract,
@@ -53,6 +54,14 @@ from ._responses import (
     HelperManager,
     RawResponse,
     ResponseManager,
+)
+from ._resume import (
+    AsyncResumingSource,
+    Resume,
+    ResumingSource,
+    Resumption,
+    can_resume,
+    wants_background,
 )
 from ._stream import AsyncStitchedStream, StitchedStream
 
@@ -83,6 +92,28 @@ class StitchedResponseStream(StitchedStream):
 
     accumulator: ResponseAccumulator
 
+    @property
+    def resumes(self) -> list[Resume]:
+        """Each time the connection dropped and the stream was resumed (a background response):
+        after which event, how many retrieve requests it took, whether one brought events."""
+        return list(getattr(self._source, "resumes", ()))
+
+    @property
+    def response_id(self) -> str | None:
+        """The response's id, once ``response.created`` (or any event with the response) arrived."""
+        state = getattr(self._source, "state", None)
+        if state is not None:
+            return state.response_id  # type: ignore[no-any-return]
+        return self.accumulator._id
+
+    @property
+    def last_sequence_number(self) -> int | None:
+        """The sequence number of the last event read: where a resume starts after."""
+        state = getattr(self._source, "state", None)
+        if state is not None:
+            return state.last  # type: ignore[no-any-return]
+        return None
+
     def get_final_response(self) -> Response:
         """Consume what is left, then build the SDK's ``Response``.
 
@@ -104,6 +135,10 @@ class AsyncStitchedResponseStream(AsyncStitchedStream):
     """The async twin of :class:`StitchedResponseStream`; ``await stream.get_final_response()``."""
 
     accumulator: ResponseAccumulator
+
+    resumes = StitchedResponseStream.resumes
+    response_id = StitchedResponseStream.response_id
+    last_sequence_number = StitchedResponseStream.last_sequence_number
 
     async def get_final_response(self) -> Response:
         """Consume what is left, then build the SDK's ``Response`` (see the sync twin)."""
@@ -149,10 +184,23 @@ def is_response(value: Any) -> bool:
 
 
 def stitched_responses(
-    opts: _Options, sdk_result: Any, request: Mapping[str, Any], started: float, path: str
+    opts: _Options,
+    sdk_result: Any,
+    request: Mapping[str, Any],
+    started: float,
+    path: str,
+    retrieve: Any = None,
+    *,
+    contract: Contract | None = None,
+    response_id: str | None = None,
+    after: int | None = None,
 ) -> Any:
     """The stitched Responses stream over the SDK's ``sdk_result`` when it is an ``openai.Stream``
-    or ``openai.AsyncStream``; anything else is returned as it is, with one warning per path."""
+    or ``openai.AsyncStream``; anything else is returned as it is, with one warning per path.
+
+    With ``retrieve`` (the SDK's ``responses.retrieve``) and a background request, the stream
+    resumes itself when its connection drops (``_resume``), unless ``wrap(resume=False)``;
+    ``response_id`` and ``after`` say where a retrieve stream starts (``ts.resume``)."""
     if isinstance(sdk_result, StitchedResponseStream | AsyncStitchedResponseStream):
         return sdk_result
     inner = proxied_stream(sdk_result)
@@ -165,14 +213,33 @@ def stitched_responses(
         opts.unstitched(path, f"the SDK returned a {type(sdk_result).__name__}, not an openai.Stream")
         return sdk_result
     accumulator = responses_accumulator(
-        read_responses_contract(request),
+        contract if contract is not None else read_responses_contract(request),
         limits=opts.limits,
         empty_arguments=opts.empty_arguments,
         started_at=started,
     )
-    stream = cls(sdk_result, accumulator, request=request, guard=opts.guard)
+    source = None
+    prepare = None
     if opts.decode == "fast":
         install(inner)  # before the first event is read, on the SDK's stream itself (rule 7)
+
+        def prepare(resumed: Any) -> None:  # each resumed stream decodes as the first did
+            install(proxied_stream(resumed))
+
+    if retrieve is not None and wants_background(request) and can_resume(retrieve):
+        # Read through a ResumingSource even with wrap(resume=False): it learns the response's id
+        # (so a later retrieve of it is stitched); it resumes only under a policy.
+        known = opts.requests
+        state = Resumption(
+            accumulator,
+            response_id=response_id,
+            last=after,
+            resumed=response_id is not None and after is not None,
+            on_id=lambda rid: known.remember(rid, request),
+        )
+        twin = AsyncResumingSource if cls is AsyncStitchedResponseStream else ResumingSource
+        source = twin(sdk_result, retrieve, state, opts.resume, prepare)
+    stream = cls(sdk_result, accumulator, request=request, guard=opts.guard, source=source)
     if opts.record is not None:
         stream.record(recording_path(opts.record), redact=opts.redact)
     return stream
@@ -237,10 +304,51 @@ class Responses(Proxy):
     def create(self) -> Any:
         opts = self._opts
 
+        retrieve = self._target.retrieve
+
         def stitched(result: Any, request: dict[str, Any], started: float) -> Any:
-            return stitched_responses(opts, result, request, started, "responses.create(stream=True)")
+            return stitched_responses(
+                opts, result, request, started, "responses.create(stream=True)", retrieve
+            )
 
         return creator(self._target.create, opts.is_async, stitched)
+
+    @property
+    def retrieve(self) -> Any:
+        """``retrieve(id, stream=True)`` of a background response this client created is stitched
+        under that request's contract (and resumes itself too); any other is the SDK's."""
+        sdk_retrieve = self._target.retrieve
+        opts = self._opts
+
+        def stitch(result: Any, response_id: Any, kwargs: dict[str, Any], started: float) -> Any:
+            request = opts.requests.get(response_id)
+            if request is None or kwargs.get("stream") is not True:
+                return result
+            after = kwargs.get("starting_after")
+            return stitched_responses(
+                opts,
+                result,
+                request,
+                started,
+                "responses.retrieve(stream=True)",
+                sdk_retrieve,
+                response_id=response_id,
+                after=after if type(after) is int else None,
+            )
+
+        if opts.is_async:
+
+            async def aretrieve(response_id: Any, *args: Any, **kwargs: Any) -> Any:
+                started = now()
+                return stitch(await sdk_retrieve(response_id, *args, **kwargs), response_id, kwargs, started)
+
+            return like(sdk_retrieve, aretrieve)
+
+        def retrieve(response_id: Any, *args: Any, **kwargs: Any) -> Any:
+            started = now()
+            return stitch(sdk_retrieve(response_id, *args, **kwargs), response_id, kwargs, started)
+
+        return like(sdk_retrieve, retrieve)
 
     @property
     def stream(self) -> Any:

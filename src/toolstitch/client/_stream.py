@@ -79,8 +79,12 @@ class _Base:
         recorder: StreamRecorder | None = None,
         request: Mapping[str, Any] | None = None,
         guard: bool = False,
+        source: Any = None,
     ) -> None:
         self._sdk_stream = sdk_stream
+        self._source: Any = sdk_stream if source is None else source
+        """What is iterated and closed: the SDK stream, or what reads it and more (a resumable
+        Responses stream's ``_resume.ResumingSource``)."""
         self.guard = bool(guard)
         """Raise :class:`~toolstitch.errors.UnsafeToolCallError` in place of a chunk that finishes a
         choice holding a call that is not ``ready`` (see the module docstring)."""
@@ -214,7 +218,7 @@ class StitchedStream(_Base, openai.Stream[ChatCompletionChunk]):
         refused = None
         try:
             feed = self.accumulator.feed
-            for chunk in self._sdk_stream:
+            for chunk in self._source:
                 if self._plain:
                     feed(chunk, events=False)
                 else:
@@ -229,7 +233,7 @@ class StitchedStream(_Base, openai.Stream[ChatCompletionChunk]):
                 raise
             raise error from exc
         if refused is not None:
-            close = getattr(self._sdk_stream, "close", None)
+            close = getattr(self._source, "close", None)
             try:
                 if callable(close):
                     close()
@@ -283,7 +287,7 @@ class StitchedStream(_Base, openai.Stream[ChatCompletionChunk]):
     def close(self) -> None:
         """Close the HTTP response. Calls not yet sealed become ``incomplete``."""
         self._iterator.close()
-        close = getattr(self._sdk_stream, "close", None)
+        close = getattr(self._source, "close", None)
         if callable(close):
             close()
         self._input_over(GeneratorExit())
@@ -315,7 +319,7 @@ class AsyncStitchedStream(_Base, openai.AsyncStream[ChatCompletionChunk]):
         refused = None
         try:
             feed = self.accumulator.feed
-            async for chunk in self._sdk_stream:
+            async for chunk in self._source:
                 if self._plain:
                     feed(chunk, events=False)
                 else:
@@ -383,7 +387,7 @@ class AsyncStitchedStream(_Base, openai.AsyncStream[ChatCompletionChunk]):
         self._input_over(GeneratorExit())
 
     async def _close_source(self) -> None:
-        source = self._sdk_stream
+        source = self._source
         close = getattr(source, "aclose", None) if not isinstance(source, openai.AsyncStream) else None
         close = close or getattr(source, "close", None)
         if callable(close):

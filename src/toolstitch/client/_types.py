@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     from ..core._limits import Limits
     from ..recording._recorder import Redact
     from ._responses_stream import AsyncStitchedResponseStream, StitchedResponseStream
+    from ._resume import ResumePolicy
     from ._stream import AsyncStitchedStream, StitchedStream
 
     class WrapOptions(TypedDict, total=False):
@@ -65,6 +66,7 @@ if TYPE_CHECKING:
         recover_text_tool_calls: bool
         decode: Literal["sdk", "fast"]
         guard: bool
+        resume: bool | ResumePolicy
 
     # Sync and async twins, as in the SDK: a type checker needs each spelled out (``async def``
     # and the awaited stream type differ), so they repeat by shape.

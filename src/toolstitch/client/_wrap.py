@@ -83,6 +83,7 @@ from ._responses import (
     RawResponse,
     ResponseManager,
 )
+from ._resume import KnownRequests, ResumePolicy
 from ._stream import AsyncStitchedStream, StitchedStream
 
 __all__ = ["WrappedClient", "wrap"]
@@ -103,6 +104,8 @@ class _Options:
         "record",
         "recover_text_tool_calls",
         "redact",
+        "requests",
+        "resume",
     )
 
     def __init__(
@@ -116,7 +119,17 @@ class _Options:
         is_async: bool = False,
         decode: Decode = "fast",
         guard: bool = False,
+        resume: bool | ResumePolicy = True,
     ) -> None:
+        if not isinstance(resume, bool | ResumePolicy):
+            raise TypeError(f"resume must be True, False or a ResumePolicy, not {type(resume).__name__}")
+        self.resume: ResumePolicy | None = (
+            resume if isinstance(resume, ResumePolicy) else ResumePolicy() if resume else None
+        )
+        """How a dropped background Responses stream is resumed (None: it is not; see ``_resume``)."""
+        self.requests = KnownRequests()
+        """The requests of the background responses this client created, by response id: a
+        ``responses.retrieve(id, stream=True)`` of one of them is stitched under its contract."""
         if decode not in ("sdk", "fast"):
             raise ValueError(f'decode must be "sdk" or "fast", not {decode!r}')
         self.decode: Decode = decode
@@ -522,6 +535,7 @@ def wrap(
     recover_text_tool_calls: bool = False,
     decode: Decode = "fast",
     guard: bool = False,
+    resume: bool | ResumePolicy = True,
 ) -> Any:
     """Return a drop-in proxy of ``client`` whose streamed chat completions stitch tool calls.
 
@@ -551,6 +565,12 @@ def wrap(
     holding a call that is not ``ready``; in its place the stream raises
     :class:`~toolstitch.errors.UnsafeToolCallError`, an ``openai.APIError`` carrying those calls, so
     that code never sees the choice finish and runs none of its calls. Off by default.
+
+    ``resume`` (on by default): when the connection of a ``responses.create(..., background=True,
+    stream=True)`` drops, the stream resumes by itself with ``responses.retrieve(id, stream=True,
+    starting_after=...)``, under the same contract (``client/_resume.py``; a
+    :class:`~toolstitch.client.ResumePolicy` bounds the attempts and the time). ``resume=False``
+    reports the cut as the SDK does.
     """
     if isinstance(client, WrappedClient):
         defaults = (
@@ -561,6 +581,7 @@ def wrap(
             and not recover_text_tool_calls
             and decode == "fast"
             and not guard
+            and resume is True
         )
         if defaults:
             return client  # wrapping twice changes nothing
@@ -579,5 +600,6 @@ def wrap(
         is_async=isinstance(client, AsyncOpenAI),
         decode=decode,
         guard=guard,
+        resume=resume,
     )
     return WrappedClient._of(client, opts)

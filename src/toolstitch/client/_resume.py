@@ -1,0 +1,501 @@
+"""Resuming a background Responses stream whose connection dropped.
+
+OpenAI's background mode (``responses.create(..., background=True, stream=True)``) keeps generating
+on the server when the connection drops; ``responses.retrieve(id, stream=True, starting_after=N)``
+streams the rest, from the event after sequence number ``N``. A wrapped stream of such a request
+does that by itself: the user's iteration goes on with the SDK's own event objects, under the
+original request's contract, and the calls that span the cut end exactly as on an unbroken stream.
+
+What decides, per event (:class:`Resumption`, sans I/O, shared by the twins):
+
+* **Sequence numbers.** After a resume, an event numbered at or below the last one yielded is a
+  replay: dropped when it equals the event kept under that number (never yielded twice), and when it
+  differs, or can no longer be compared, every open call is refused (``stream_replay_conflict``):
+  which text is the model's cannot be told. A number above the next one expected is a gap: the
+  events between never arrived, and any open call may have lost a piece (``stream_gap``).
+* **The response.** An event whose response has another id than the one resumed ends the resume
+  and refuses the open calls (``stream_other_response``); that event is not yielded.
+* **Time.** Each cut gets ``ResumePolicy.attempts`` retrieve requests without progress, with
+  exponential backoff (tenacity); every resume of one stream together gets ``deadline`` seconds;
+  each request its ``timeout``; a resumed stream is read until its final event, never past it.
+  When every attempt fails, the error that cut the stream reaches the caller, as without resume.
+
+A resume needs the response's id (from ``response.created``) and a sequence number; without them
+(or on an ``openai`` release whose ``responses.retrieve`` cannot stream from a sequence number:
+openai 1.84 and newer can; the 1.55.3 floor has no Responses API at all) a cut is reported as it
+always was. Each resume is a :class:`Resume` on ``stream.resumes`` and a ``stream_resumed``
+anomaly. Chat Completions has no such protocol (see docs/responses.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import openai
+import tenacity
+
+from ..core._anomaly import Anomaly
+from ..core._responses import ResponseAccumulator
+from ._transport import as_sdk_error
+
+__all__ = [
+    "AsyncResumingSource",
+    "KnownRequests",
+    "Resume",
+    "ResumePolicy",
+    "ResumingSource",
+    "Resumption",
+    "can_resume",
+    "wants_background",
+]
+
+STREAM_RESUMED = "stream_resumed"
+STREAM_GAP = "stream_gap"
+STREAM_REPLAY_CONFLICT = "stream_replay_conflict"
+STREAM_OTHER_RESPONSE = "stream_other_response"
+
+_FINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
+_WINDOW = 1024
+"""How many of the last events are kept (by reference) to compare a replay with."""
+
+
+@dataclass(frozen=True, slots=True)
+class ResumePolicy:
+    """How a dropped background stream is resumed (``wrap(client, resume=ResumePolicy(...))``).
+
+    ``attempts`` retrieve requests per cut that bring no event (an attempt that brings events
+    starts the count again), waiting from ``initial`` seconds, times ``multiplier``, up to
+    ``maximum``; ``timeout`` is each request's (the SDK's ``timeout=``; None: the client's);
+    ``deadline`` bounds all the resumes of one stream together (None: no bound but the others).
+    """
+
+    attempts: int = 5
+    initial: float = 0.1
+    maximum: float = 2.0
+    multiplier: float = 2.0
+    timeout: float | None = 60.0
+    deadline: float | None = 600.0
+
+    def __post_init__(self) -> None:
+        if self.attempts < 1:
+            raise ValueError("ResumePolicy.attempts must be at least 1")
+        if min(self.initial, self.maximum) < 0 or self.multiplier < 1:
+            raise ValueError("ResumePolicy waits must be >= 0 and multiplier >= 1")
+        if (self.timeout is not None and self.timeout <= 0) or (
+            self.deadline is not None and self.deadline <= 0
+        ):
+            raise ValueError("ResumePolicy timeout and deadline must be > 0 (or None)")
+
+
+class KnownRequests:
+    """The requests of the background responses a wrapped client created, by response id, the
+    latest ``limit`` of them: the contract a later ``responses.retrieve(id, stream=True)`` is held
+    to (bounded: a client that lives for days creates many)."""
+
+    __slots__ = ("_by_id", "limit")
+
+    def __init__(self, limit: int = 1024) -> None:
+        self.limit = limit
+        self._by_id: dict[str, Mapping[str, Any]] = {}
+
+    def remember(self, response_id: str, request: Mapping[str, Any]) -> None:
+        by_id = self._by_id
+        by_id.pop(response_id, None)
+        by_id[response_id] = request
+        while len(by_id) > self.limit:
+            del by_id[next(iter(by_id))]
+
+    def get(self, response_id: Any) -> Mapping[str, Any] | None:
+        return self._by_id.get(response_id) if type(response_id) is str else None
+
+
+@dataclass(slots=True)
+class Resume:
+    """One resume of a stream: the connection dropped after event ``after``; ``requests``
+    retrieve requests were sent for it; ``resumed`` says whether one of them brought events."""
+
+    after: int
+    error: BaseException
+    requests: int = 0
+    resumed: bool = False
+    replayed: int = 0
+    """Replayed events dropped (numbered at or below ``after``, equal to what was yielded)."""
+    failure: BaseException | None = None
+    """What the last retrieve request raised, when none brought events."""
+
+
+def _number(event: Any) -> int | None:
+    value = (
+        event.get("sequence_number")
+        if isinstance(event, Mapping)
+        else getattr(event, "sequence_number", None)
+    )
+    return value if type(value) is int else None
+
+
+def _type(event: Any) -> Any:
+    return event.get("type") if isinstance(event, Mapping) else getattr(event, "type", None)
+
+
+def _response_id(event: Any) -> str | None:
+    response = event.get("response") if isinstance(event, Mapping) else getattr(event, "response", None)
+    if response is None:
+        return None
+    value = response.get("id") if isinstance(response, Mapping) else getattr(response, "id", None)
+    return value if type(value) is str else ""
+
+
+def wants_background(request: Mapping[str, Any]) -> bool:
+    """The request asked for a background response (``background=True``, or in ``extra_body``)."""
+    if request.get("background") is True:
+        return True
+    extra = request.get("extra_body")
+    return isinstance(extra, Mapping) and extra.get("background") is True
+
+
+def can_resume(retrieve: Any) -> bool:
+    """This ``openai`` release's ``responses.retrieve`` streams from a sequence number."""
+    try:
+        parameters = inspect.signature(retrieve).parameters
+    except (TypeError, ValueError):
+        return False
+    return "stream" in parameters and "starting_after" in parameters
+
+
+def is_cut(error: BaseException, stream: Any = None) -> bool:
+    """A dropped connection (or a read that timed out), as the SDK reports it."""
+    return isinstance(as_sdk_error(error, stream), openai.APIConnectionError)
+
+
+def _worth_another(error: BaseException) -> bool:
+    """A retrieve request that failed in a way another one may not: a cut, 408/409/429/5xx."""
+    if isinstance(error, openai.APIStatusError):
+        return error.status_code in (408, 409, 429) or error.status_code >= 500
+    return is_cut(error)
+
+
+@dataclass
+class Resumption:
+    """The decisions of a resumable stream, sans I/O: which events to yield, when to resume."""
+
+    accumulator: ResponseAccumulator
+    response_id: str | None = None
+    last: int | None = None
+    """The sequence number of the last event yielded."""
+    resumed: bool = False
+    """A resume happened: from now on numbers are held to the last one."""
+    resumes: list[Resume] = field(default_factory=list)
+    finished: bool = False
+    """The response's final event was yielded: nothing after it is read."""
+    stopped: bool = False
+    """Another response's events arrived: the resume ended, the open calls refused."""
+    numbered: bool = True
+    on_id: Callable[[str], None] | None = None
+    """Told the response's id once it is known (the wrapped client remembers the request)."""
+    idle: int = 0
+    """Retrieve requests sent since the last new event (bounded by ``ResumePolicy.attempts``)."""
+    _kept: dict[int, Any] = field(default_factory=dict)
+    _order: deque[int] = field(default_factory=deque)
+
+    def take(self, event: Any) -> bool:
+        """True when ``event`` is to be yielded (and fed); False when it is dropped. Sets
+        :attr:`stopped` when the stream must not be read further."""
+        number = _number(event)
+        rid = _response_id(event)
+        if rid is not None:
+            if self.response_id is None and rid:
+                self.response_id = rid
+                if self.on_id is not None:
+                    self.on_id(rid)
+            elif rid != self.response_id and self.resumed:
+                self.stopped = True
+                self.accumulator.refuse_open(
+                    f"the resumed stream carried another response ({rid or 'no id'}, not {self.response_id})",
+                    STREAM_OTHER_RESPONSE,
+                )
+                return False
+        if number is None:
+            if self.resumed:  # a replay could not be told from new text
+                self.accumulator.refuse_open("a resumed stream's event had no sequence number", STREAM_GAP)
+            else:
+                self.numbered = False
+        elif self.resumed and self.last is not None:
+            if number <= self.last:
+                kept = self._kept.get(number)
+                if kept is not None and kept == event:
+                    if self.resumes:
+                        self.resumes[-1].replayed += 1
+                    return False
+                self.accumulator.refuse_open(
+                    f"the resumed stream sent event {number} again with other content", STREAM_REPLAY_CONFLICT
+                )
+                return False
+            if number > self.last + 1:
+                self.accumulator.refuse_open(
+                    f"events {self.last + 1} to {number - 1} of the resumed stream never arrived", STREAM_GAP
+                )
+        if number is not None:
+            if self.last is None or number > self.last:
+                self.last = number
+                self.idle = 0
+            self._keep(number, event)
+        if self.resumed and _type(event) in _FINAL:
+            self.finished = True
+        return True
+
+    def _keep(self, number: int, event: Any) -> None:
+        self._kept[number] = event
+        self._order.append(number)
+        if len(self._order) > _WINDOW:
+            self._kept.pop(self._order.popleft(), None)
+
+    def resumable(self, error: BaseException, stream: Any) -> bool:
+        """The stream broke where a resume can pick it up."""
+        return (
+            self.numbered
+            and not self.stopped
+            and bool(self.response_id)
+            and self.last is not None
+            and self.accumulator.status is None
+            and is_cut(error, stream)
+        )
+
+    def cut(self, error: BaseException) -> Resume:
+        """The connection dropped: a new :class:`Resume`, recorded on the stream's anomalies."""
+        assert self.last is not None
+        record = Resume(self.last, error)
+        self.resumes.append(record)
+        self.resumed = True
+        self.accumulator.anomalies.append(
+            Anomaly(
+                STREAM_RESUMED,
+                f"the connection dropped after event {self.last} ({type(error).__name__}); the stream "
+                f"was resumed with responses.retrieve({self.response_id!r}, stream=True, "
+                f"starting_after={self.last})",
+            )
+        )
+        return record
+
+
+def _retrying(state: Resumption, policy: ResumePolicy, started: float) -> dict[str, Any]:
+    """tenacity's arguments for one cut: the attempts left since the last new event, the time left
+    of the deadline, exponential backoff; the last failure is raised to :meth:`_resume`."""
+    stop: tenacity.stop.stop_base = tenacity.stop_after_attempt(max(1, policy.attempts - state.idle))
+    if policy.deadline is not None:
+        left = max(0.0, policy.deadline - (time.monotonic() - started))
+        stop = stop | tenacity.stop_after_delay(left)
+    return {
+        "stop": stop,
+        "wait": tenacity.wait_exponential(
+            multiplier=policy.initial, exp_base=policy.multiplier, max=policy.maximum
+        ),
+        "retry": tenacity.retry_if_exception(_worth_another),
+        "reraise": True,
+    }
+
+
+def _retrieve_kwargs(state: Resumption, policy: ResumePolicy) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {"stream": True, "starting_after": state.last}
+    if policy.timeout is not None:
+        kwargs["timeout"] = policy.timeout
+    return kwargs
+
+
+class ResumingSource:
+    """What a resumable stitched stream reads: the SDK's stream, then, after each cut, the SDK's
+    ``responses.retrieve`` stream from the last sequence number. Yields the SDK's own events."""
+
+    def __init__(
+        self,
+        first: Any,
+        retrieve: Callable[..., Any],
+        state: Resumption,
+        policy: ResumePolicy | None,
+        prepare: Callable[[Any], None] | None = None,
+    ) -> None:
+        self._prepare = prepare
+        """Given each retrieve stream before it is read (fast decoding installs itself there)."""
+        self._current = first
+        self._retrieve = retrieve
+        self.state = state
+        self.policy = policy
+        self._started: float | None = None
+
+    @property
+    def resumes(self) -> list[Resume]:
+        return self.state.resumes
+
+    def _expired(self, policy: ResumePolicy) -> bool:
+        deadline = policy.deadline
+        return (
+            self._started is not None
+            and deadline is not None
+            and time.monotonic() - self._started >= deadline
+        )
+
+    def close(self) -> None:
+        close = getattr(self._current, "close", None)
+        if callable(close):
+            close()
+
+    def __iter__(self) -> Iterator[Any]:
+        state = self.state
+        source: Any = self._current
+        pending: Any = None
+        while True:
+            try:
+                if pending is not None:
+                    first, pending = pending, None
+                    if state.take(first):
+                        yield first
+                if not state.finished and not state.stopped:
+                    for event in source:
+                        if state.take(event):
+                            yield event
+                        if state.finished or state.stopped:
+                            break
+                if state.finished or state.stopped:
+                    self.close()
+                if state.stopped and state.resumes:
+                    raise state.resumes[-1].error  # the cut was not recovered
+                return
+            except Exception as exc:
+                if self.policy is None or state.stopped or not state.resumable(exc, self._current):
+                    raise
+                source, pending = self._resume(exc, self.policy)
+
+    def _resume(self, error: BaseException, policy: ResumePolicy) -> tuple[Any, Any]:
+        """Open the retrieve stream and read its first event, with bounded attempts; the error that
+        cut the stream when every attempt fails."""
+        state = self.state
+        record = state.cut(error)
+        if state.idle >= policy.attempts or self._expired(policy):
+            raise error  # no progress since the last resume's attempts, or out of time
+        if self._started is None:
+            self._started = time.monotonic()
+        self.close()
+        iterator: Any = iter(())
+        first: Any = None
+        try:
+            for attempt in tenacity.Retrying(**_retrying(state, policy, self._started)):
+                with attempt:
+                    record.requests += 1
+                    state.idle += 1
+                    self._current = self._retrieve(state.response_id, **_retrieve_kwargs(state, policy))
+                    if self._prepare is not None:
+                        self._prepare(self._current)
+                    iterator = iter(self._current)
+                    try:
+                        first = next(iterator, None)
+                    except Exception:
+                        self.close()
+                        raise
+        except Exception as exc:
+            record.failure = exc
+        if record.failure is not None:
+            raise error
+        record.resumed = True
+        return iterator, first
+
+
+class AsyncResumingSource:
+    """The async twin of :class:`ResumingSource`."""
+
+    def __init__(
+        self,
+        first: Any,
+        retrieve: Callable[..., Any],
+        state: Resumption,
+        policy: ResumePolicy | None,
+        prepare: Callable[[Any], None] | None = None,
+    ) -> None:
+        self._prepare = prepare
+        """Given each retrieve stream before it is read (fast decoding installs itself there)."""
+        self._current = first
+        self._retrieve = retrieve
+        self.state = state
+        self.policy = policy
+        self._started: float | None = None
+
+    @property
+    def resumes(self) -> list[Resume]:
+        return self.state.resumes
+
+    def _expired(self, policy: ResumePolicy) -> bool:
+        deadline = policy.deadline
+        return (
+            self._started is not None
+            and deadline is not None
+            and time.monotonic() - self._started >= deadline
+        )
+
+    async def close(self) -> None:
+        close = getattr(self._current, "close", None)
+        if callable(close):
+            done = close()
+            if inspect.isawaitable(done):
+                await done
+
+    async def __aiter__(self) -> AsyncIterator[Any]:
+        state = self.state
+        source: Any = self._current
+        pending: Any = None
+        while True:
+            try:
+                if pending is not None:
+                    first, pending = pending, None
+                    if state.take(first):
+                        yield first
+                if not state.finished and not state.stopped:
+                    async for event in source:
+                        if state.take(event):
+                            yield event
+                        if state.finished or state.stopped:
+                            break
+                if state.finished or state.stopped:
+                    await self.close()
+                if state.stopped and state.resumes:
+                    raise state.resumes[-1].error  # the cut was not recovered
+                return
+            except Exception as exc:
+                if self.policy is None or state.stopped or not state.resumable(exc, self._current):
+                    raise
+                source, pending = await self._resume(exc, self.policy)
+
+    async def _resume(self, error: BaseException, policy: ResumePolicy) -> tuple[Any, Any]:
+        state = self.state
+        record = state.cut(error)
+        if state.idle >= policy.attempts or self._expired(policy):
+            raise error  # no progress since the last resume's attempts, or out of time
+        if self._started is None:
+            self._started = time.monotonic()
+        await self.close()
+        iterator: Any = None
+        first: Any = None
+        try:
+            retrying = tenacity.AsyncRetrying(sleep=asyncio.sleep, **_retrying(state, policy, self._started))
+            async for attempt in retrying:
+                with attempt:
+                    record.requests += 1
+                    state.idle += 1
+                    self._current = await self._retrieve(state.response_id, **_retrieve_kwargs(state, policy))
+                    if self._prepare is not None:
+                        self._prepare(self._current)
+                    iterator = self._current.__aiter__()
+                    try:
+                        first = await anext(iterator, None)
+                    except Exception:
+                        await self.close()
+                        raise
+        except Exception as exc:
+            record.failure = exc
+        if record.failure is not None:
+            raise error
+        record.resumed = True
+        return iterator, first
