@@ -89,3 +89,42 @@ def test_python_m_toolstitch_demo_api_responses() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "validate_input: no problems" in done.stdout
+
+
+def test_drop_shows_the_stream_resume() -> None:
+    """``--drop``: the first stream's connection drops mid-call; the stream resumes, the calls are
+    ready, the model was asked once per step and the rest came from one retrieve."""
+    with LocalServer(handler=local_responses_model(delay=0, drop=True), check_history=True) as server:
+        with server.client() as client:
+            result = converse_responses(client, "toolstitch-demo", background=True)
+        assert len(server.requests) == 2 and len(server.retrieves) == 1
+    first = result["steps"][0]
+    [resume] = first["resumes"]
+    assert resume["resumed"] and resume["requests"] == 1
+    assert [c["status"] for c in first["calls"]] == ["ready", "ready", "ready"]
+    assert result["answer"] is not None and result["problems"] == []
+
+
+def test_drop_from_the_command_line() -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
+    done = subprocess.run(
+        [sys.executable, "-m", "toolstitch", "demo", "--api", "responses", "--drop"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "dropped after event" in done.stdout and "resumed, 1 retrieve" in done.stdout
+    assert "requests: 2 create, 1 retrieve" in done.stdout
+    assert all(display_width(line) <= 80 for line in done.stdout.splitlines())
+    chat = subprocess.run(
+        [sys.executable, "-m", "toolstitch", "demo", "--drop"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert chat.returncode == 2 and "no resume protocol" in chat.stderr

@@ -26,8 +26,14 @@ def _run(args: argparse.Namespace) -> int:
         if args.api == "responses":
             local = True if args.local else None
             return run_responses_demo(
-                model=args.model, json_output=args.json, local=local, out=SafeOutput(sys.stdout)
+                model=args.model,
+                json_output=args.json,
+                local=local,
+                out=SafeOutput(sys.stdout),
+                drop=args.drop,
             )
+        if args.drop:
+            return fail("demo", "--drop needs --api responses (Chat Completions has no resume protocol)")
         return run_demo(model=args.model, json_output=args.json, local=True if args.local else None)
     except openai.OpenAIError as exc:
         return fail("demo", f"{type(exc).__name__}: {exc}")
@@ -80,6 +86,14 @@ def add_command(subparsers: Any) -> None:
         choices=("chat", "responses"),
         default="chat",
         help="the API the conversation uses: chat completions (default) or the Responses API",
+    )
+    parser.add_argument(
+        "--drop",
+        action="store_true",
+        help=(
+            "with --api responses: create background responses and drop the first stream's "
+            "connection mid-call, to show it resume (the embedded local server)"
+        ),
     )
     parser.add_argument(
         "--local", action="store_true", help="use the embedded local server even when OPENAI_API_KEY is set"

@@ -71,18 +71,28 @@ def _answer(items: Sequence[Mapping[str, Any]]) -> str:
     return ("Right now " + "; ".join(parts) + ".") if parts else "I could not use the tools."
 
 
-def local_responses_model(delay: float = 0.004) -> Callable[[dict[str, Any]], Any]:
+def local_responses_model(delay: float = 0.004, *, drop: bool = False) -> Callable[[dict[str, Any]], Any]:
     """The handler for :class:`~toolstitch.testing.LocalServer` on ``/v1/responses``: three
-    function calls first, then, once the input carries their outputs, the answer."""
-    from ..testing import StreamScript, response_events
+    function calls first, then, once the input carries their outputs, the answer. ``drop``: the
+    first stream's connection drops in the middle of the second call's arguments (the server keeps
+    the background response, so the stream can be resumed)."""
+    from ..testing import StreamScript, response_events, sse_body
 
     def handle(body: dict[str, Any]) -> Any:
         items = [i for i in body.get("input") or [] if isinstance(i, dict)]
+        background = body.get("background") is True
         if any(i.get("type") == "function_call_output" for i in items):
-            return StreamScript.responses(response_events(text=_answer(items), id="resp_demo_2"), delay=delay)
+            events = response_events(text=_answer(items), id="resp_demo_2", background=background)
+            return StreamScript.responses(events, delay=delay)
         # About 3 characters per delta: pieces split JSON strings and UTF-8 characters.
-        events = response_events(_CALLS, pieces=20, id="resp_demo_1", reasoning="Three lookups.")
-        return StreamScript.responses(events, delay=delay)
+        events = response_events(
+            _CALLS, pieces=20, id="resp_demo_1", reasoning="Three lookups.", background=background
+        )
+        if not drop:
+            return StreamScript.responses(events, delay=delay)
+        second = next(n for n, e in enumerate(events) if e.get("item", {}).get("call_id") == _CALLS[1][0])
+        where = len(sse_body(events[: second + 6], done=False)) + 9  # inside a delta of the 2nd call
+        return StreamScript.responses(events, delay=delay, cut_after_bytes=where)
 
     return handle
 
@@ -99,16 +109,24 @@ def _output(call: Any) -> dict[str, Any]:
         return function_call_output(call, exc)
 
 
-def converse_responses(client: openai.OpenAI, model: str, *, max_steps: int = 4) -> dict[str, Any]:
-    """Run the tool loop over the Responses API; returns what happened as plain data."""
+def converse_responses(
+    client: openai.OpenAI, model: str, *, max_steps: int = 4, background: bool = False
+) -> dict[str, Any]:
+    """Run the tool loop over the Responses API; returns what happened as plain data.
+    ``background``: each response is created in background mode, so a dropped connection is
+    resumed (``responses.retrieve(id, stream=True, starting_after=N)``) instead of lost."""
     stitched: Any = wrap(client)  # its responses.create(stream=True) is a StitchedResponseStream
     history: list[Any] = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": QUESTION}]
     steps: list[dict[str, Any]] = []
     answer: str | None = None
     for number in range(1, max_steps + 1):
-        stream = stitched.responses.create(model=model, input=history, tools=FLAT_TOOLS, stream=True)
-        with stream:
-            events = sum(1 for _ in stream)
+        extra = {"background": True} if background else {}
+        stream = stitched.responses.create(model=model, input=history, tools=FLAT_TOOLS, stream=True, **extra)
+        try:
+            with stream:
+                events = sum(1 for _ in stream)
+        except openai.APIConnectionError:  # every resume failed: the calls are incomplete
+            events = stream.accumulator.metrics.chunks
         calls = stream.tool_calls
         step: dict[str, Any] = {
             "step": number,
@@ -117,6 +135,15 @@ def converse_responses(client: openai.OpenAI, model: str, *, max_steps: int = 4)
                 {"id": c.id, "name": c.name, "status": c.status, "arguments": c.arguments} for c in calls
             ],
             "anomalies": [a.code for a in stream.anomalies],
+            "resumes": [
+                {
+                    "after": r.after,
+                    "requests": r.requests,
+                    "resumed": r.resumed,
+                    "error": type(r.error).__name__,
+                }
+                for r in stream.resumes
+            ],
         }
         steps.append(step)
         try:
@@ -155,6 +182,12 @@ def print_responses(result: dict[str, Any], where: str, out: TextSink) -> None:
     for step in result["steps"]:
         out.write("\n")
         line(f"── step {step['step']}: streamed {step['events']} events")
+        for resume in step.get("resumes") or []:
+            done = "resumed" if resume["resumed"] else "not resumed"
+            line(
+                f"  ✂ dropped after event {resume['after']} ({resume['error']}); {done}, "
+                f"{resume['requests']} retrieve"
+            )
         for call in step["calls"]:
             line(f"  {call['name']:<16} {call['status']:<8} {call['arguments']}")
         for item in step.get("results") or []:
@@ -170,6 +203,9 @@ def print_responses(result: dict[str, Any], where: str, out: TextSink) -> None:
     line(f"── input for the next request ({len(history)} items)")
     for i, item in enumerate(history):
         line(f"  [{i}] {item.get('type') or item.get('role')} {item.get('call_id') or ''}".rstrip())
+    requests = result.get("requests")
+    if requests is not None:
+        line(f"requests: {requests['create']} create, {requests['retrieve']} retrieve")
     problems = result["problems"]
     line("validate_input: " + ("no problems" if not problems else f"{len(problems)} problem(s)"))
     for problem in problems:
@@ -177,18 +213,26 @@ def print_responses(result: dict[str, Any], where: str, out: TextSink) -> None:
 
 
 def run_responses_demo(
-    *, model: str | None = None, json_output: bool = False, local: bool | None = None, out: TextSink
+    *,
+    model: str | None = None,
+    json_output: bool = False,
+    local: bool | None = None,
+    out: TextSink,
+    drop: bool = False,
 ) -> int:
     """``toolstitch demo --api responses``: the embedded local server unless ``OPENAI_API_KEY`` is
-    set (or ``local`` says so); exit 0 when the conversation completed with a valid input."""
-    use_local = not os.environ.get("OPENAI_API_KEY") if local is None else local
+    set (or ``local`` says so); exit 0 when the conversation completed with a valid input.
+    ``drop`` (``--drop``, the embedded server only): background responses, and the first stream's
+    connection drops mid-call, to show the stream resume."""
+    use_local = drop or (not os.environ.get("OPENAI_API_KEY") if local is None else local)
     if use_local:
         from ..testing import LocalServer
 
-        with LocalServer(handler=local_responses_model(), check_history=True) as server:
+        with LocalServer(handler=local_responses_model(drop=drop), check_history=True) as server:
             where = f"{server.base_url} (embedded local server; no OPENAI_API_KEY)"
             with server.client() as client:
-                result = converse_responses(client, model or LOCAL_MODEL)
+                result = converse_responses(client, model or LOCAL_MODEL, background=drop)
+            result["requests"] = {"create": len(server.requests), "retrieve": len(server.retrieves)}
     else:
         with openai.OpenAI() as client:
             result = converse_responses(client, model or REMOTE_MODEL)
