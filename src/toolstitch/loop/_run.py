@@ -93,6 +93,7 @@ from ..tools._approval import (
     record_waiting,
     validated_approvals,
 )
+from ..tools._cache import ResultCache, cache_for, canonical_key
 from ..tools._claim import ClaimLedger
 from ..tools._executor import (
     ErrorMessage,
@@ -314,6 +315,11 @@ class CallFinished:
     step: int
     result: ToolResult
 
+    @property
+    def cached(self) -> bool:
+        """The result came from the tool's result cache (``@tool(cache=...)``): nothing ran."""
+        return self.result.cached
+
 
 @dataclass(frozen=True, slots=True)
 class StepFinished:
@@ -458,6 +464,8 @@ class _Loop:
         self.model = options.model
         self.max_steps = max_steps
         self.ledger = ledger if ledger is not None else MemoryLedger()
+        self.cache = cache_for(self.ledger)
+        """The results of ``cache=`` tools, for this ledger's scope (``tools/_cache.py``)."""
         self.policy = retry if retry is not None else RetryPolicy()
         self.max_corrections = max_corrections
         self.eager = eager and any(t.eager for t in toolbox)
@@ -535,7 +543,13 @@ class _Loop:
         if error is not None:
             return None
         verdict = check_arguments(t.name, t, parsed)
-        return verdict if isinstance(verdict, Admission) else None
+        if not isinstance(verdict, Admission):
+            return None
+        if t.cache is not None:  # answered from the cache after the seal: nothing to start
+            key = canonical_key(t.name, _Parsed(parsed))
+            if key is not None and self.cache.get(key) is not None:
+                return None
+        return verdict
 
     # -- after the stream ----------------------------------------------------------------------
 
@@ -798,6 +812,7 @@ class _Loop:
             on_result=on_result,
             error_message=self.error_message,
             approvals=self.approvals,
+            cache=self.cache,
         )
 
     def resume_kwargs(self, calls: Sequence[ToolCall]) -> _ExecuteKwargs:
@@ -829,6 +844,7 @@ class _ExecuteKwargs(TypedDict):
     on_result: Callable[[ToolResult], None]
     error_message: ErrorMessage | None
     approvals: Mapping[str, Approval]
+    cache: ResultCache
 
 
 class _Turn:
@@ -1015,7 +1031,14 @@ def _trace(event: RunEvent) -> None:
         call_event("awaiting_approval", event.call)
     elif isinstance(event, CallFinished):
         r = event.result
-        call_event("finished", r.call, status=r.status, reason=r.reason, reused=r.reused)
+        call_event("finished", r.call, status=r.status, reason=r.reason, reused=r.reused, cached=r.cached)
+
+
+@dataclass(frozen=True, slots=True)
+class _Parsed:
+    """The parsed arguments of a call still streaming, read as ``canonical_key`` reads a call."""
+
+    parsed: Any
 
 
 def _plain(value: Any) -> dict[str, Any]:

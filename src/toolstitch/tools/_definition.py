@@ -322,6 +322,7 @@ class ToolOptions(TypedDict, total=False):
     eager: bool | None
     strict: bool | None
     warm: Callable[[], Any] | None
+    cache: float | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -336,6 +337,7 @@ class _Options:
     eager: bool | None = None
     strict: bool | None = None
     warm: Callable[[], Any] | None = None
+    cache: float | None = None
 
     @classmethod
     def of(cls, options: ToolOptions) -> _Options:
@@ -345,6 +347,14 @@ class _Options:
         made = cls(**options)
         if made.timeout is not None and not made.timeout > 0:
             raise ValueError("timeout must be a positive number of seconds (or None)")
+        if made.cache is not None:
+            if not made.read_only:
+                raise ValueError(
+                    "cache= answers a repeated call without running it; only read_only tools may do "
+                    "that (a side effect must happen each time it is asked for)"
+                )
+            if isinstance(made.cache, bool) or not made.cache > 0:
+                raise ValueError("cache must be a positive number of seconds (or None)")
         if made.warm is not None and not callable(made.warm):
             raise TypeError("warm must be a function of no arguments (sync or async), or None")
         if made.eager and (not made.read_only or made.confirm):
@@ -369,6 +379,8 @@ class Tool:
     ``timeout``    seconds the call may run (None: the toolbox's default).
     ``confirm``    the call needs the toolbox's approval callback to say yes first.
     ``strict``     the schema is sent with ``"strict": true``.
+    ``cache``      seconds a result of this ``read_only`` tool answers the same call (same canonical
+                   arguments) again within the run's ledger scope (see ``tools/_cache.py``).
     ``warm``       a function of no arguments (sync or async) run once per toolbox before the first
                    call: its setup overlaps the model's writing (see ``tools/_warm.py``).
     """
@@ -403,6 +415,7 @@ class Tool:
         self.confirm = confirm
         self.eager = opts.eager if opts.eager is not None else (read_only and not confirm)
         self.warm = opts.warm
+        self.cache = opts.cache
         self.call_param = call_param
         """A parameter annotated ``ToolCall``: it receives the call (its id makes an idempotency key)."""
         self.cancel_param = cancel_param
@@ -693,6 +706,7 @@ def tool(
     strict: bool | None = None,
     parameters: Mapping[str, Any] | None = None,
     warm: Callable[[], Any] | None = None,
+    cache: float | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -709,6 +723,7 @@ def tool(
     strict: bool | None = None,
     parameters: Mapping[str, Any] | None = None,
     warm: Callable[[], Any] | None = None,
+    cache: float | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a :class:`Tool` from a function: ``@tool`` or ``@tool(read_only=True, timeout=5, ...)``.
 
@@ -720,6 +735,7 @@ def tool(
     ``async def`` functions both work. ``warm=fn`` (no arguments, sync or
     async) prepares what the tool needs (a connection, a client) once per toolbox, while the model
     is still writing: calls wait for it, and one that fails leaves the tool cold, never failing.
+    ``cache=seconds`` (``read_only`` tools only) answers a repeated call from its stored result.
     """
 
     # The public signature above spells the options out (for help() and type checkers); from here
@@ -733,6 +749,7 @@ def tool(
         "eager": eager,
         "strict": strict,
         "warm": warm,
+        "cache": cache,
     }
 
     def make(f: Callable[..., Any]) -> Tool:

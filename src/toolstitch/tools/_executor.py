@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any
 from ..core._call import ToolCall, now
 from ..errors import ToolError
 from ._approval import Approval, Deny
+from ._cache import ResultCache, canonical_key
 from ._cancel import CancelToken
 from ._claim import ClaimLedger, LedgerEntry, Verdict, fingerprint, stored_result
 from ._definition import Tool
@@ -290,6 +291,8 @@ class _Job:
     when a confirmation that swallowed its cancellation answers later."""
     span: Any = None
     """Its ``execute_tool`` span (OpenTelemetry) once the tool was launched, until its result."""
+    cache_key: str | None = None
+    """Where its ``ok`` result is stored in the run's result cache (``@tool(cache=...)``)."""
 
 
 Hook = Callable[..., None]
@@ -308,6 +311,7 @@ class _Batch:
         on_result: Callable[[ToolResult], None] | None,
         error_message: ErrorMessage | None = None,
         approvals: Mapping[str, Approval] | None = None,
+        cache: ResultCache | None = None,
     ) -> None:
         if keys is not None and len(keys) != len(calls):
             raise ValueError("keys must give one ledger key per call")
@@ -324,6 +328,7 @@ class _Batch:
         self.results: list[ToolResult | None] = [None] * len(self.calls)
         self.call_hook: Callable[[Hook, Any], None] = lambda hook, arg: hook(arg)
         self.grace_until: float | None = None
+        self.cache = cache
 
     def prepare(self, started: Mapping[int, Started] | None) -> list[_Job]:
         """Gate every call (pure); refusals are final at once. Claims are the core's business."""
@@ -340,8 +345,14 @@ class _Batch:
                 if handle is not None:
                     handle.cancel()
                 continue
+            cache_key = self.cached(i, call, verdict.tool, timings)
+            if cache_key is None:
+                if handle is not None:
+                    handle.cancel()
+                continue
             key = self.keys[i] if self.keys is not None else (call.id or "")
             job = _Job(i, call, verdict.tool, _with_call(verdict, call), key, fingerprint(call), timings)
+            job.cache_key = cache_key or None
             if handle is not None and handle.tool is verdict.tool and handle.arguments == call.arguments:
                 job.started, job.clock, job.timings.eager = handle, handle.clock, True
                 job.kwargs = handle.kwargs  # the running function's own (its token among them)
@@ -351,6 +362,24 @@ class _Batch:
         for handle in early.values():  # dispatched early for a call that is not in this batch
             handle.cancel()
         return jobs
+
+    def cached(self, index: int, call: ToolCall, t: Tool, timings: CallTimings) -> str | None:
+        """Answer an admitted call from the result cache when it holds it (None: answered); else
+        its cache key ("" when its tool or the run keeps no cache)."""
+        if self.cache is None or t.cache is None:
+            return ""
+        key = canonical_key(t.name, call)
+        if key is None:
+            return ""
+        hit = self.cache.get(key)
+        if hit is None:
+            return key
+        timings.cached = True
+        value, content = hit
+        self.finish_now(
+            index, ToolResult(call, "ok", value=value, timings=timings, content=content, cached=True)
+        )
+        return None
 
     # -- results ---------------------------------------------------------------------------------
 
@@ -374,6 +403,8 @@ class _Batch:
         if self.results[job.index] is not None:
             return
         self.results[job.index] = result
+        if result.status == "ok" and job.cache_key is not None and self.cache is not None:
+            self.cache.put(job.cache_key, result.value, result.content, job.tool.cache or 0.0)
         span, job.span = job.span, None
         if span is not None:
             end_tool(span, result)
@@ -802,15 +833,17 @@ def execute(
     on_result: Callable[[ToolResult], None] | None = None,
     error_message: ErrorMessage | None = None,
     approvals: Mapping[str, Approval] | None = None,
+    cache: ResultCache | None = None,
 ) -> list[ToolResult]:
     """Gate and run ``calls`` from sync code; one result per call, in declared order.
 
     ``keys`` are the ledger keys (default: the call ids); ``started`` maps ``id(call)`` to calls
     dispatched early. ``on_start(call, eager)`` and ``on_result(result)`` are called from this thread.
     ``error_message`` overrides the toolbox's hook; ``approvals`` (by ledger key) answer the
-    confirmation of those calls instead of the toolbox's callback.
+    confirmation of those calls instead of the toolbox's callback. ``cache`` answers calls to
+    tools that declare ``cache=`` from the results it holds, and keeps their new ``ok`` results.
     """
-    batch = _Batch(box, calls, ledger, keys, on_start, on_result, error_message, approvals)
+    batch = _Batch(box, calls, ledger, keys, on_start, on_result, error_message, approvals, cache)
     jobs = batch.prepare(started)
     if not jobs:
         return batch.done(raise_tool_errors)
@@ -887,6 +920,7 @@ async def aexecute(box: Toolbox, calls: Sequence[ToolCall], **options: Any) -> l
         args["on_result"],
         args["error_message"],
         args["approvals"],
+        args["cache"],
     )
     jobs = batch.prepare(args["started"])
     total = args["timeout"] if args["timeout"] is not None else box.total_timeout

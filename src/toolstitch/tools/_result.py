@@ -32,6 +32,7 @@ class CallTimings:
     ``execution``     the function's own running time
     ``eager``         the call started before its stream was sealed
     ``warm``          spent waiting for the tool's warm-up (``@tool(warm=...)``) before it started
+    ``cached``        the result came from the tool's result cache (``@tool(cache=...)``); nothing ran
     """
 
     streaming: float | None = None
@@ -43,6 +44,7 @@ class CallTimings:
     finished_at: float | None = None
     eager: bool = False
     warm: float = 0.0
+    cached: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         """Plain data (JSON-ready): durations in seconds, ``started_at``/``finished_at`` as Unix time."""
@@ -61,6 +63,8 @@ class ToolResult:
     ``reason``     a stable code: the gate's refusal reason, ``"raised"``, ``"timeout"`` …
     ``exception``  the exception the tool raised, if it raised
     ``reused``     the result was taken from the ledger; the function did not run now
+    ``cached``     the result was taken from the tool's result cache (``@tool(cache=...)``): an
+                   earlier call with the same arguments; the function did not run now
     ``content``    the tool message's text: the value (a ``str`` as is, anything else as JSON), or
                    ``error``
     """
@@ -76,6 +80,7 @@ class ToolResult:
     problems: tuple[str, ...] = ()
     """For ``invalid_arguments`` refusals: each validation problem on its own."""
     content: str = ""
+    cached: bool = False
 
     def __post_init__(self) -> None:
         if not self.content:
