@@ -368,3 +368,15 @@ def test_resume_names_are_twins() -> None:
 def test_on_a_release_without_resumable_retrieve_ts_resume_says_so(server: LocalServer) -> None:
     with pytest.raises(ResumeUnavailableError):
         ts.resume(server.client(), RID, tools=TOOLS)
+
+
+@needs_resume
+def test_events_tell_the_refusals_of_a_resume(server: LocalServer) -> None:
+    """``stream.events()`` hands out what the resume did to the calls: call_1 refused by the gap."""
+    from toolstitch.events import AnomalyRecorded, ToolCallInvalid, ToolCallReady
+
+    stream = cut_run(server, lambda events: StreamScript.responses(events[2:]), at=CALL_1 + 1)
+    seen = list(stream.events())
+    assert {e.call.id for e in seen if isinstance(e, ToolCallInvalid)} == {"call_1"}
+    assert [e.call.id for e in seen if isinstance(e, ToolCallReady)] == ["call_2"]
+    assert "stream_gap" in [e.anomaly.code for e in seen if isinstance(e, AnomalyRecorded)]

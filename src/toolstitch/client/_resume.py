@@ -196,6 +196,8 @@ class Resumption:
     stopped: bool = False
     """Another response's events arrived: the resume ended, the open calls refused."""
     numbered: bool = True
+    notes: list[Any] = field(default_factory=list)
+    """The events of the refusals this made (``stream.events()`` hands them out)."""
     on_id: Callable[[str], None] | None = None
     """Told the response's id once it is known (the wrapped client remembers the request)."""
     idle: int = 0
@@ -215,14 +217,14 @@ class Resumption:
                     self.on_id(rid)
             elif rid != self.response_id and self.resumed:
                 self.stopped = True
-                self.accumulator.refuse_open(
+                self._refuse(
                     f"the resumed stream carried another response ({rid or 'no id'}, not {self.response_id})",
                     STREAM_OTHER_RESPONSE,
                 )
                 return False
         if number is None:
             if self.resumed:  # a replay could not be told from new text
-                self.accumulator.refuse_open("a resumed stream's event had no sequence number", STREAM_GAP)
+                self._refuse("a resumed stream's event had no sequence number", STREAM_GAP)
             else:
                 self.numbered = False
         elif self.resumed and self.last is not None:
@@ -232,12 +234,12 @@ class Resumption:
                     if self.resumes:
                         self.resumes[-1].replayed += 1
                     return False
-                self.accumulator.refuse_open(
+                self._refuse(
                     f"the resumed stream sent event {number} again with other content", STREAM_REPLAY_CONFLICT
                 )
                 return False
             if number > self.last + 1:
-                self.accumulator.refuse_open(
+                self._refuse(
                     f"events {self.last + 1} to {number - 1} of the resumed stream never arrived", STREAM_GAP
                 )
         if number is not None:
@@ -248,6 +250,9 @@ class Resumption:
         if self.resumed and _type(event) in _FINAL:
             self.finished = True
         return True
+
+    def _refuse(self, reason: str, code: str) -> None:
+        self.notes.extend(self.accumulator.refuse_open(reason, code))
 
     def _keep(self, number: int, event: Any) -> None:
         self._kept[number] = event
@@ -330,6 +335,10 @@ class ResumingSource:
     @property
     def resumes(self) -> list[Resume]:
         return self.state.resumes
+
+    @property
+    def notes(self) -> list[Any]:
+        return self.state.notes
 
     def _expired(self, policy: ResumePolicy) -> bool:
         deadline = policy.deadline
@@ -426,6 +435,10 @@ class AsyncResumingSource:
     @property
     def resumes(self) -> list[Resume]:
         return self.state.resumes
+
+    @property
+    def notes(self) -> list[Any]:
+        return self.state.notes
 
     def _expired(self, policy: ResumePolicy) -> bool:
         deadline = policy.deadline

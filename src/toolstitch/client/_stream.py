@@ -125,6 +125,8 @@ class _Base:
         accumulator = self.accumulator
         if self._events_wanted:
             self._pending = accumulator.feed(chunk)
+            if self._source is not self._sdk_stream:
+                self._pending = self._source_events(self._pending)
         else:  # nobody reads the events: the core's entry that builds none (same state, metrics)
             accumulator.feed(chunk, events=False)
         if self.guard:
@@ -170,6 +172,16 @@ class _Base:
         self._plain = False
         return recorder
 
+    def _source_events(self, events: Sequence[Event]) -> Sequence[Event]:
+        """``events``, after what the source itself did to the calls since (a resumed stream that
+        refused the open calls: ``_resume``), so ``events()`` tells every change of a call."""
+        notes = getattr(self._source, "notes", None)
+        if not notes:
+            return events
+        taken = [*notes, *events]
+        notes.clear()
+        return taken
+
     def _input_over(self, error: BaseException | None) -> None:
         """The source finished, failed, or was closed (``GeneratorExit``, not a failure): mark the
         accumulator's input over and close the recording with the same outcome."""
@@ -180,6 +192,8 @@ class _Base:
             self._ending = self.accumulator.end(None, closed=True)
         else:
             self._ending = self.accumulator.end(error)
+        if self._source is not self._sdk_stream:
+            self._ending = self._source_events(self._ending)
         if self.recorder is not None:
             self.recorder.on_end(error)
 
