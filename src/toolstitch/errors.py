@@ -56,8 +56,8 @@ from typing import TYPE_CHECKING, Any
 import openai
 
 if TYPE_CHECKING:
-    from .core._call import ToolCall
-    from .history._validate import HistoryProblem
+    from .core import ToolCall
+    from .history import HistoryProblem
 
 __all__ = [
     "ApprovalError",

@@ -8,7 +8,7 @@ They are frozen dataclasses: match on their class.
 
 from __future__ import annotations
 
-from .core._events import (
+from .core import (
     AnomalyRecorded,
     ArgumentsComplete,
     ArgumentsDelta,
@@ -24,18 +24,18 @@ from .core._events import (
     ToolCallReady,
     ToolCallStarted,
 )
-from .loop._pull import RunFinished
-from .loop._run import (
+from .loop import (
     CallAwaitingApproval,
     CallDispatched,
     CallFinished,
     RequestRetried,
     ResponseReceived,
     RunEvent,
+    RunFinished,
     StepFinished,
     StepStarted,
+    StreamEvent,
 )
-from .loop._stream_event import StreamEvent
 
 __all__ = [
     "AnomalyRecorded",

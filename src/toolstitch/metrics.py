@@ -8,9 +8,8 @@ class has ``as_dict()``: plain, JSON-ready data with instants as Unix time and d
 
 from __future__ import annotations
 
-from .core._accumulator import StreamMetrics
-from .core._call import CLOCK_ANCHOR, CallMetrics, wall_clock
-from .loop._run import StepTimings
-from .tools._executor import CallTimings
+from .core import CLOCK_ANCHOR, CallMetrics, StreamMetrics, wall_clock
+from .loop import StepTimings
+from .tools import CallTimings
 
 __all__ = ["CLOCK_ANCHOR", "CallMetrics", "CallTimings", "StepTimings", "StreamMetrics", "wall_clock"]

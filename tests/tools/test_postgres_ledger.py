@@ -77,6 +77,28 @@ def test_the_claim_protocol_on_postgres(pg_conninfo: str) -> None:
         assert [e.key for e in ledger.entries()] == ["call_1", "call_2"]
 
 
+async def test_the_claim_protocol_on_postgres_async(pg_conninfo: str) -> None:
+    """``aacquire`` on the async connection reaches every verdict ``acquire`` does, in the same order:
+    it drives the one claim plan of ``tools/_claim.py`` (the ledger keeps no copy of the decision)."""
+    assert "_adecide" not in vars(ts.PostgresLedger) and "_acquire_plan" not in vars(ts.PostgresLedger)
+    async with ts.PostgresLedger(pg_conninfo, scope="aconv") as ledger:
+        first = await ledger.aacquire("call_1", "fp", "charge", read_only=False)
+        assert first.action == "run" and first.owner is not None
+        assert (await ledger.aacquire("call_1", "fp", "charge", read_only=False)).action == "wait"
+        assert await ledger.afinish(
+            "call_1", "fp", first.owner, StoredResult("ok", "charged 5", None, {"n": 5})
+        )
+        reuse = await ledger.aacquire("call_1", "fp", "charge", read_only=False)
+        assert reuse.action == "reuse" and reuse.entry is not None and reuse.entry.value == {"n": 5}
+        second = await ledger.aacquire("call_2", "fp", "charge", read_only=False)
+        assert second.owner is not None
+        await ledger.aabandon("call_2", "fp", second.owner)
+        assert (await ledger.aacquire("call_2", "fp", "charge", read_only=False)).action == "unknown"
+        taken = await ledger.aacquire("call_2", "fp", "charge", read_only=True)
+        assert taken.action == "run" and taken.owner not in (None, second.owner)
+        assert (await ledger.aget("call_2", "fp")).owner == taken.owner  # type: ignore[union-attr]
+
+
 def test_the_table_is_created_once_with_a_schema_version(pg_conninfo: str) -> None:
     with ts.PostgresLedger(pg_conninfo) as ledger:
         assert ledger.get("k", "fp") is None

@@ -14,9 +14,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from ..history import HistoryProblem, validate_history, validate_request
-from ..history._dialects import DIALECT_NAMES
-from ..recording._plain import plain
+from ..history import DIALECT_NAMES, HistoryProblem, validate_history, validate_request
+from ..recording import plain
 from ._output import SafeOutput, fail
 
 __all__ = ["add_command"]

@@ -26,12 +26,10 @@ from typing import Any
 
 import openai
 
-from ..client._wrap import wrap
+from ..client import wrap
 from ..errors import IncompleteStreamError
 from ..history import assistant_message, call_error_text, tool_message, validate_history
-from ..recording._replay import replay
-from ..recording._report_data import report_data
-from ..recording._report_text import clip, render_latency, render_timeline, wrap_text
+from ..recording import clip, render_latency, render_timeline, replay, report_data, wrap_text
 from ._demo_model import LOCAL_MODEL, local_model
 from ._output import SafeOutput, TextSink
 

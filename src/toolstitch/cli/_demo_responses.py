@@ -18,10 +18,10 @@ from typing import Any
 
 import openai
 
-from ..client._wrap import wrap
+from ..client import wrap
 from ..errors import IncompleteStreamError
 from ..history import call_error_text, function_call_output, response_items, validate_input
-from ..recording._report_text import clip, wrap_text
+from ..recording import clip, wrap_text
 from ._demo import FUNCTIONS, QUESTION, REMOTE_MODEL, SYSTEM, TOOLS
 from ._demo_model import LOCAL_MODEL
 from ._output import TextSink

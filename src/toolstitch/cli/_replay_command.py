@@ -12,10 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RecordingFormatError
-from ..recording._replay import Replay, replay
-from ..recording._report_data import report_data
-from ..recording._report_html import report_html
-from ..recording._report_text import report_text
+from ..recording import Replay, replay, report_data, report_html, report_text
 from ._output import SafeOutput, fail
 
 __all__ = ["add_command"]

@@ -29,11 +29,11 @@ from importlib import resources
 from types import TracebackType
 from typing import Any, Literal
 
-from ..core._call import ToolCall
-from ..core._events import (
+from ..core import (
     ArgumentsDelta,
     ContentDelta,
     Event,
+    ToolCall,
     ToolCallIncomplete,
     ToolCallInvalid,
     ToolCallReady,

@@ -23,9 +23,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Literal
 
-from ..core._call import ToolCall
-from ..core._limits import Limits
-from ..recording._contract import given_contract
+from ..core import Limits, ToolCall
+from ..recording import given_contract
 from ._responses_stream import is_response, response_tool_calls
 from ._shape import as_chunk
 

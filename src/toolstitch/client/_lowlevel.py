@@ -35,7 +35,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
-from ..core._call import now
+from ..core import now
 from ._proxy import like
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from ..core._call import now
+from ..core import now
 from ._lowlevel import streaming
 from ._proxy import like
 

@@ -24,8 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import openai
 
-from ..core._anomaly import Anomaly
-from ..core._call import ToolCall
+from ..core import Anomaly, ToolCall
 from ._proxy import Proxy, like, proxied_stream
 from ._stream import AsyncStitchedStream, StitchedStream
 

@@ -35,14 +35,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import openai
 
-from ..core._call import ToolCall, now
-from ..core._limits import Limits
-from ..core._responses import ResponseAccumulator
-from ..recording._contract import Contract
-from ..recording._recorder import recording_path
-from ..recording._responses_contract import (
+from ..core import Limits, ResponseAccumulator, ToolCall, now
+from ..recording import (
+    Contract,
     given_responses_contract,
     read_responses_contract,
+    recording_path,
     responses_accumulator,
 )
 from ._fast import install

@@ -40,8 +40,7 @@ from typing import Any
 import openai
 import tenacity
 
-from ..core._anomaly import Anomaly
-from ..core._responses import ResponseAccumulator
+from ..core import Anomaly, ResponseAccumulator
 from ._transport import as_sdk_error
 
 __all__ = [

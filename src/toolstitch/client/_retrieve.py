@@ -21,9 +21,9 @@ from typing import Any
 
 import openai
 
-from ..core._call import now
+from ..core import now
 from ..errors import ResumeUnavailableError
-from ..recording._responses_contract import given_responses_contract
+from ..recording import given_responses_contract
 from ._responses_stream import AsyncStitchedResponseStream, StitchedResponseStream, stitched_responses
 from ._resume import can_resume
 from ._wrap import WrappedClient, wrap

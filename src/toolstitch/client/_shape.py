@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core._values import CHUNK_KEYS, DELTA_KEYS, TOOL_CALL_KEYS, Shape, read_object
+from ..core import CHUNK_KEYS, DELTA_KEYS, TOOL_CALL_KEYS, Shape, read_object
 
 __all__ = ["as_chunk"]
 

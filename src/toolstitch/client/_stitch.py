@@ -31,10 +31,8 @@ from typing import Any, Literal, overload
 
 from pydantic import BaseModel
 
-from ..core._call import now
-from ..core._limits import Limits
-from ..recording._contract import given_contract
-from ..recording._responses_contract import given_responses_contract, responses_accumulator
+from ..core import Limits, now
+from ..recording import given_contract, given_responses_contract, responses_accumulator
 from ._fast import Decode, stream_from_bytes
 from ._responses_stream import AsyncStitchedResponseStream, StitchedResponseStream
 from ._stream import AsyncStitchedStream, StitchedStream

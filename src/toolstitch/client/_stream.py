@@ -42,12 +42,9 @@ import openai
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from typing_extensions import Self
 
-from ..core._accumulator import Accumulator
-from ..core._anomaly import Anomaly
-from ..core._call import ToolCall
-from ..core._events import Event
+from ..core import Accumulator, Anomaly, Event, ToolCall
 from ..errors import UnsafeToolCallError
-from ..recording._recorder import Recorder, Redact
+from ..recording import Recorder, Redact
 from ._transport import as_sdk_error
 
 __all__ = ["AsyncStitchedStream", "StitchedStream", "StreamRecorder"]

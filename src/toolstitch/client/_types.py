@@ -48,10 +48,8 @@ if TYPE_CHECKING:
     from openai.types.responses import Response
     from typing_extensions import TypedDict
 
-    from ..core._anomaly import Anomaly
-    from ..core._call import ToolCall
-    from ..core._limits import Limits
-    from ..recording._recorder import Redact
+    from ..core import Anomaly, Limits, ToolCall
+    from ..recording import Redact
     from ._responses_stream import AsyncStitchedResponseStream, StitchedResponseStream
     from ._resume import ResumePolicy
     from ._stream import AsyncStitchedStream, StitchedStream

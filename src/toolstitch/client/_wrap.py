@@ -67,11 +67,9 @@ if TYPE_CHECKING:
         WrapOptions,
     )
 
-from ..core._accumulator import Accumulator
-from ..core._limits import Limits
+from ..core import Accumulator, Limits
 from ..errors import UnstitchedStreamWarning
-from ..recording._contract import read_contract
-from ..recording._recorder import Redact, recording_path, redact_parts
+from ..recording import Redact, read_contract, recording_path, redact_parts
 from . import _lowlevel, _responses_stream
 from ._fast import Decode, install
 from ._proxy import Proxy, like, proxied_stream

@@ -22,26 +22,81 @@ other layer is built on :class:`Accumulator`. What lives where:
 * :mod:`._responses`    the second reader: Responses API events into the same calls
   (:class:`ResponseAccumulator`, an ``Accumulator`` whose ``feed`` reads events).
 * :mod:`._events`, :mod:`._anomaly`, :mod:`._limits`: the values the core hands out.
+* :mod:`._clock`        the one clock of every timestamp and its anchor on the Unix time line.
+
+The layers above use the core through this module only (an import-linter contract in pyproject.toml
+and tests/test_architecture.py hold every package to its ``__init__``). ``__all__`` holds the names
+users meet (those re-exported at the top level, and the events and metrics that
+:mod:`toolstitch.events` and :mod:`toolstitch.metrics` publish) and the few the layers above share
+without making them public names of ``toolstitch``: the clock, ``parse_arguments``, the request's
+checks (``CallChecks``, ``requested_choice``, ``chat_tools``, ``chat_tool_choice``) and the
+SDK-object read (``read_object``, ``Shape`` and the key sets).
 """
 
 from __future__ import annotations
 
 from ._accumulator import Accumulator, StreamMetrics
 from ._anomaly import Anomaly, AnomalyCode
-from ._call import CallMetrics, CallStatus, ToolCall
+from ._call import CallMetrics, CallStatus, ToolCall, parse_arguments
+from ._clock import CLOCK_ANCHOR, now, timings_dict, wall_clock
+from ._events import (
+    AnomalyRecorded,
+    ArgumentsComplete,
+    ArgumentsDelta,
+    ArgumentsMalformed,
+    ChoiceFinished,
+    ContentDelta,
+    Event,
+    ReasoningDelta,
+    RefusalDelta,
+    StreamEnded,
+    ToolCallIncomplete,
+    ToolCallInvalid,
+    ToolCallReady,
+    ToolCallStarted,
+)
 from ._limits import Limits
-from ._responses import ResponseAccumulator
-from ._seal import sealed_call
+from ._responses import ResponseAccumulator, chat_tool_choice, chat_tools
+from ._seal import CallChecks, requested_choice, sealed_call
+from ._values import CHUNK_KEYS, DELTA_KEYS, TOOL_CALL_KEYS, Shape, read_object
 
 __all__ = [
+    "CHUNK_KEYS",
+    "CLOCK_ANCHOR",
+    "DELTA_KEYS",
+    "TOOL_CALL_KEYS",
     "Accumulator",
     "Anomaly",
     "AnomalyCode",
+    "AnomalyRecorded",
+    "ArgumentsComplete",
+    "ArgumentsDelta",
+    "ArgumentsMalformed",
+    "CallChecks",
     "CallMetrics",
     "CallStatus",
+    "ChoiceFinished",
+    "ContentDelta",
+    "Event",
     "Limits",
+    "ReasoningDelta",
+    "RefusalDelta",
     "ResponseAccumulator",
+    "Shape",
+    "StreamEnded",
     "StreamMetrics",
     "ToolCall",
+    "ToolCallIncomplete",
+    "ToolCallInvalid",
+    "ToolCallReady",
+    "ToolCallStarted",
+    "chat_tool_choice",
+    "chat_tools",
+    "now",
+    "parse_arguments",
+    "read_object",
+    "requested_choice",
     "sealed_call",
+    "timings_dict",
+    "wall_clock",
 ]

@@ -37,7 +37,8 @@ from pydantic import BaseModel, ValidationError
 
 from ..errors import InBandError, IncompleteStreamError, InternalFault, LimitExceeded, ToolCallError
 from ._anomaly import Anomaly, AnomalyCode
-from ._call import ToolCall, now, push, text_size, timings_dict
+from ._call import ToolCall, push, text_size
+from ._clock import now, timings_dict
 from ._events import (
     AnomalyRecorded,
     ChoiceFinished,

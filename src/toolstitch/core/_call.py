@@ -30,7 +30,6 @@ import json
 import math
 import re
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from itertools import chain
@@ -47,20 +46,18 @@ from ..errors import (
     ToolCallError,
 )
 from ._anomaly import Anomaly
+from ._clock import now, timings_dict
 from ._limits import Limits
 from ._preview import Preview
 from ._scanner import JSONScanner
 
 __all__ = [
-    "CLOCK_ANCHOR",
     "CallMetrics",
     "CallStatus",
     "ToolCall",
     "parse_arguments",
     "push",
     "text_size",
-    "timings_dict",
-    "wall_clock",
 ]
 
 CallStatus = Literal["open", "ready", "invalid", "incomplete"]
@@ -634,30 +631,3 @@ class ToolCall:
         if self._status == "open":
             self._status = "incomplete"
             self._error = CallIncomplete(f"{reason}; the arguments may be truncated", raw=self.arguments)
-
-
-def now() -> float:
-    """The clock used for every timestamp: monotonic, immune to wall-clock changes."""
-    return time.monotonic()
-
-
-CLOCK_ANCHOR: tuple[float, float] = (time.monotonic(), time.time())
-"""The wall-clock anchor of every timestamp: ``(now(), time.time())`` read together once, when
-toolstitch was imported. Every ``*_at`` value toolstitch records is a :func:`now` instant (monotonic,
-so durations survive clock changes); ``wall_clock`` places one on the Unix time line."""
-
-
-def wall_clock(instant: float) -> float:
-    """The Unix time (``time.time()`` seconds) of a :func:`now` instant, through
-    :data:`CLOCK_ANCHOR`: exact relative to the anchor; as right as the system clock was then."""
-    mono, wall = CLOCK_ANCHOR
-    return wall + (instant - mono)
-
-
-def timings_dict(values: dict[str, Any]) -> dict[str, Any]:
-    """``values`` with every ``*_at`` instant (a :func:`now` value) as Unix time: the shape of every
-    ``as_dict()`` of the metrics and timings classes."""
-    return {
-        k: (wall_clock(v) if k.endswith("_at") and isinstance(v, int | float) else v)
-        for k, v in values.items()
-    }

@@ -24,7 +24,8 @@ from typing import Any, Literal
 
 from ..errors import ContractViolation, InternalFault, MalformedArguments
 from ._anomaly import Anomaly, AnomalyCode
-from ._call import ToolCall, now, text_size
+from ._call import ToolCall, text_size
+from ._clock import now
 from ._limits import Limits
 from ._schema import ToolSchemas, _as_mapping
 

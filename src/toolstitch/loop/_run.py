@@ -69,45 +69,48 @@ import tenacity
 from openai import AsyncOpenAI, OpenAI
 from openai.types.chat import ChatCompletion
 
-from ..client._wrap import WrappedClient, wrap
-from ..core import sealed_call
-from ..core._accumulator import Accumulator
-from ..core._anomaly import Anomaly
-from ..core._call import ToolCall, now, parse_arguments
-from ..core._events import Event, ToolCallStarted
+from ..client import WrappedClient, wrap
+from ..core import Accumulator, Anomaly, Event, ToolCall, ToolCallStarted, now, parse_arguments, sealed_call
 from ..errors import ApprovalError, IncompleteStreamError, RequestError
 from ..history import (
+    Dialect,
     HistoryProblem,
     assistant_message,
+    get_dialect,
     response_items,
     validate_history,
     validate_input,
     validate_request,
 )
-from ..history._dialects import Dialect, get_dialect
-from ..tools import Toolbox
-from ..tools._approval import (
+from ..tools import (
+    Admission,
     Approval,
+    ClaimLedger,
+    ErrorMessage,
+    MemoryLedger,
+    ResultCache,
+    Started,
+    StreamObserver,
+    Toolbox,
+    ToolResult,
+    admit,
+    aexecute,
     approval_problems,
+    astart_early,
+    async_twin_of,
+    bound,
+    cache_for,
+    call_event,
+    canonical_key,
+    chat_span,
+    check_arguments,
+    current,
     duplicate_ids,
+    execute,
     record_waiting,
+    start_early,
     validated_approvals,
 )
-from ..tools._cache import ResultCache, cache_for, canonical_key
-from ..tools._claim import ClaimLedger
-from ..tools._executor import (
-    ErrorMessage,
-    Started,
-    ToolResult,
-    aexecute,
-    astart_early,
-    execute,
-    start_early,
-)
-from ..tools._gate import Admission, admit, check_arguments
-from ..tools._ledger import MemoryLedger
-from ..tools._telemetry import StreamObserver, call_event, chat_span, current
-from ..tools._twins import async_twin_of, bound
 from ._stream_event import StreamEvent
 
 __all__ = [

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..core._events import Event
+from ..core import Event
 
 __all__ = ["StreamEvent"]
 

@@ -11,12 +11,42 @@
 * :mod:`._plain`        plain, bounded JSON data from requests, chunks and completions.
 * :mod:`._contract`     the request's contract, read one way for live streams and replays.
 
-The command line over these (``toolstitch replay``) lives in :mod:`toolstitch.cli`.
+The command line over these (``toolstitch replay``) lives in :mod:`toolstitch.cli`. ``Recorder``,
+``Replay`` and ``replay`` are for users (``replay`` also at the top level); the other names are what
+the client and the command line share with this package (the contract readers, the recording path
+and masking, the reports and their text helpers), used from here and never from the modules inside.
 """
 
 from __future__ import annotations
 
-from ._recorder import Recorder
+from ._contract import Contract, given_contract, read_contract
+from ._plain import plain
+from ._recorder import Recorder, Redact, recording_path, redact_parts
 from ._replay import Replay, replay
+from ._report_data import report_data
+from ._report_html import report_html
+from ._report_text import clip, render_latency, render_timeline, report_text, wrap_text
+from ._responses_contract import given_responses_contract, read_responses_contract, responses_accumulator
 
-__all__ = ["Recorder", "Replay", "replay"]
+__all__ = [
+    "Contract",
+    "Recorder",
+    "Redact",
+    "Replay",
+    "clip",
+    "given_contract",
+    "given_responses_contract",
+    "plain",
+    "read_contract",
+    "read_responses_contract",
+    "recording_path",
+    "redact_parts",
+    "render_latency",
+    "render_timeline",
+    "replay",
+    "report_data",
+    "report_html",
+    "report_text",
+    "responses_accumulator",
+    "wrap_text",
+]

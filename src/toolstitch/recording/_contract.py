@@ -32,10 +32,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..core._accumulator import Accumulator
-from ..core._call import ToolCall
-from ..core._limits import Limits
-from ..core._seal import CallChecks, requested_choice
+from ..core import Accumulator, CallChecks, Limits, ToolCall, requested_choice
 from ._plain import is_sentinel
 
 __all__ = ["CONTRACT_FIELDS", "Contract", "given_contract", "read_contract"]

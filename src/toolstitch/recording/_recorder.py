@@ -49,8 +49,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from .._version import __version__
-from ..core._accumulator import Accumulator
-from ..core._call import now
+from ..core import Accumulator, now
 from ..errors import RecordingWarning
 from ._plain import is_sentinel, plain
 from ._redact import Masker, Redact, redact_parts

@@ -33,10 +33,7 @@ from typing import IO, Any, Literal
 
 from openai.types.chat import ChatCompletion
 
-from ..core._accumulator import Accumulator
-from ..core._anomaly import Anomaly
-from ..core._call import ToolCall
-from ..core._limits import Limits
+from ..core import Accumulator, Anomaly, Limits, ToolCall
 from ..errors import RecordedError, RecordingFormatError
 from ._contract import read_contract
 from ._recorder import FORMAT

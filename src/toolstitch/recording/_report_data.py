@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..core._call import ToolCall
+from ..core import ToolCall
 from ..errors import IncompleteStreamError
 from ._plain import plain
 from ._timeline import CallTrack

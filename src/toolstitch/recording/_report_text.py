@@ -12,7 +12,7 @@ import unicodedata
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from ..core._call import ToolCall
+from ..core import ToolCall
 from ._report_data import report_data, request_summary
 from ._timeline import Timeline, Unit
 

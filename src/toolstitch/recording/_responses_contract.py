@@ -14,8 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal, cast
 
-from ..core._limits import Limits
-from ..core._responses import ResponseAccumulator, chat_tool_choice, chat_tools
+from ..core import Limits, ResponseAccumulator, chat_tool_choice, chat_tools
 from ._contract import Contract, read_contract
 from ._plain import is_sentinel
 

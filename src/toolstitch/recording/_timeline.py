@@ -17,11 +17,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from ..core._call import ToolCall
-from ..core._events import ArgumentsDelta, ContentDelta, Event, ReasoningDelta, RefusalDelta
+from ..core import ArgumentsDelta, ContentDelta, Event, ReasoningDelta, RefusalDelta, ToolCall
 
 if TYPE_CHECKING:
-    from ..core._accumulator import Accumulator
+    from ..core import Accumulator
 
 __all__ = ["FRAGMENT_TEXT_CHARS", "CallTrack", "Fragment", "Timeline", "TimelineBuilder", "Unit"]
 

@@ -12,6 +12,12 @@
 * :mod:`._ledger`      the in-memory (``MemoryLedger``) and SQLite ledgers.
 * :mod:`._postgres`    the PostgreSQL ledger, for a fleet of workers (psycopg 3, imported on use).
 * :mod:`._telemetry`   OpenTelemetry spans, span events and metrics (optional: ``toolstitch[otel]``).
+* :mod:`._twins`       sync and async twins with one signature (``async_twin_of``, ``bound``): here,
+  the lowest layer that has twins, so that the loop above shares it through this ``__init__``.
+
+Besides what users meet, ``__all__`` holds what the loop drives this package through (``execute`` and
+``aexecute``, early starts, the gate, the approval records, the telemetry observer, the twins); none of
+those is a top-level name of ``toolstitch``.
 """
 
 from __future__ import annotations
@@ -19,16 +25,31 @@ from __future__ import annotations
 import warnings
 from typing import TYPE_CHECKING, Any
 
-from ._approval import Approval, Deny
+from ._approval import Approval, Deny, approval_problems, duplicate_ids, record_waiting, validated_approvals
+from ._cache import ResultCache, cache_for, canonical_key
 from ._cancel import CancelToken
 from ._claim import Claim, ClaimLedger, StoredResult, Verdict, fingerprint
 from ._definition import ConfirmCallback, Tool, tool
-from ._executor import CallTimings, ErrorMessage, ToolResult, default_error_message
+from ._executor import (
+    CallTimings,
+    ErrorMessage,
+    Started,
+    ToolResult,
+    aexecute,
+    astart_early,
+    default_error_message,
+    execute,
+    start_early,
+)
+from ._gate import Admission, admit, check_arguments
 from ._ledger import LedgerEntry, MemoryLedger, SQLiteLedger
 from ._postgres import PostgresLedger
+from ._telemetry import StreamObserver, call_event, chat_span, current
 from ._toolbox import Toolbox
+from ._twins import async_twin_of, bound
 
 __all__ = [
+    "Admission",
     "Approval",
     "CallTimings",
     "CancelToken",
@@ -40,15 +61,35 @@ __all__ = [
     "LedgerEntry",
     "MemoryLedger",
     "PostgresLedger",
+    "ResultCache",
     "SQLiteLedger",
+    "Started",
     "StoredResult",
+    "StreamObserver",
     "Tool",
     "ToolResult",
     "Toolbox",
     "Verdict",
+    "admit",
+    "aexecute",
+    "approval_problems",
+    "astart_early",
+    "async_twin_of",
+    "bound",
+    "cache_for",
+    "call_event",
+    "canonical_key",
+    "chat_span",
+    "check_arguments",
+    "current",
     "default_error_message",
+    "duplicate_ids",
+    "execute",
     "fingerprint",
+    "record_waiting",
+    "start_early",
     "tool",
+    "validated_approvals",
 ]
 
 if TYPE_CHECKING:  # type checkers see the old name with its type; at run time __getattr__ warns

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from ._claim import ClaimLedger, StoredResult, fingerprint
 
 if TYPE_CHECKING:
-    from ..core._call import ToolCall
+    from ..core import ToolCall
 
 __all__ = [
     "Approval",

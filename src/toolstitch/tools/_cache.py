@@ -22,7 +22,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from ..core._call import ToolCall, now
+from ..core import ToolCall, now
 
 __all__ = ["ResultCache", "cache_for"]
 

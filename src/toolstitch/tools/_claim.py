@@ -90,7 +90,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from ..core._call import ToolCall
+    from ..core import ToolCall
 
 __all__ = [
     "Claim",

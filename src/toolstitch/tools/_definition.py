@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypedDict, overload
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from ..core._call import ToolCall
+from ..core import ToolCall
 from ._approval import Deny
 from ._cancel import CancelToken
 from ._runtime import is_async_callable

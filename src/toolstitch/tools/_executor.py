@@ -47,7 +47,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..core._call import ToolCall, now
+from ..core import ToolCall, now
 from ..errors import ToolError
 from ._approval import Approval, Deny
 from ._cache import ResultCache, canonical_key

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..core._call import ToolCall
+from ..core import ToolCall
 from ..errors import CallIncomplete, MissingName, SchemaViolation, UnknownTool
 from ._definition import Tool
 

@@ -68,7 +68,6 @@ from ._claim import (
     Verdict,
     finished_entry,
     loaded_text,
-    new_owner,
     stored_text,
 )
 
@@ -575,8 +574,10 @@ class PostgresLedger(ClaimLedger):
         return None if row is None else self._entry(key, row)
 
     async def aacquire(self, key: str, fp: str, name: str, *, read_only: bool) -> Verdict:
-        """:meth:`acquire` on the async connection (the same decisions, in the same order). A claim
-        won by a caller that was cancelled meanwhile is released (the tool never started)."""
+        """:meth:`acquire` on the async connection: the shared claim plan (``_acquire_plan`` in
+        ``tools/_claim.py``, driven by the inherited ``_adecide``) over this ledger's async
+        primitives. A claim won by a caller that was cancelled meanwhile is released on the async
+        connection (the tool never started)."""
         task = asyncio.ensure_future(self._adecide(key, fp, name, read_only))
         try:
             return await asyncio.shield(task)
@@ -595,30 +596,6 @@ class PostgresLedger(ClaimLedger):
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         task.add_done_callback(lambda t: t.cancelled() or t.exception())  # retrieved: no warning
-
-    async def _adecide(self, key: str, fp: str, name: str, read_only: bool) -> Verdict:
-        # Mirrors ClaimLedger.acquire step for step (see the protocol in ._claim). Kept apart from the
-        # shared plan because this ledger registers each won claim with its heartbeat (``_hold``)
-        # inside the same step, and releases on the async connection when cancelled.
-        for _ in range(16):
-            owner = new_owner()
-            claim = await self.atry_claim(key, fp, name, owner, self._expiry())
-            if claim.won:
-                self._hold(key, fp, owner)
-                return Verdict("run", owner, claim.entry)
-            entry = claim.entry
-            if entry is None:
-                continue
-            if entry.state == "finished":
-                return Verdict("reuse", None, entry)
-            if not self.is_stale(entry):
-                return Verdict("wait", None, entry)
-            if not read_only:
-                return Verdict("unknown", None, entry)
-            if await self.atake_over(key, fp, entry, owner, self._expiry()):
-                self._hold(key, fp, owner)
-                return Verdict("run", owner, entry)
-        return Verdict("wait", None, await self.aget(key, fp))
 
     async def afinish(self, key: str, fp: str, owner: str, result: StoredResult) -> bool:
         """:meth:`finish` on the async connection."""

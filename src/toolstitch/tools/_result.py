@@ -9,9 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
-from ..core._call import ToolCall, timings_dict
-from ..history import result_message
-from ..history._dialects import Dialect
+from ..core import ToolCall, timings_dict
+from ..history import Dialect, result_message
 
 __all__ = ["CallTimings", "ResultStatus", "ToolResult"]
 

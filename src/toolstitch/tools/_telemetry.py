@@ -36,18 +36,18 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from .._version import __version__
-from ..core._call import now
-from ..core._events import (
+from ..core import (
     AnomalyRecorded,
     ArgumentsComplete,
     ToolCallIncomplete,
     ToolCallInvalid,
     ToolCallReady,
     ToolCallStarted,
+    now,
 )
 
 if TYPE_CHECKING:
-    from ..core._call import ToolCall
+    from ..core import ToolCall
     from ._definition import Tool
     from ._result import ToolResult
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from ..core._call import ToolCall
+from ..core import ToolCall
 from ._definition import ConfirmCallback, Tool, tool
 from ._executor import ErrorMessage, ToolResult, aexecute, execute
 from ._runtime import Runtime

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..core._call import now
+from ..core import now
 from ._runtime import Runtime, is_async_callable
 
 __all__ = ["WarmUp", "WarmUps"]
