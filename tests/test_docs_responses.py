@@ -37,6 +37,14 @@ def test_sending_the_results_back() -> None:
     assert output(PAGE, "Sending the results back").splitlines() == ["[]", "Sunny in Paris."]
 
 
+def test_repairing_a_saved_input() -> None:
+    assert output(PAGE, "Repairing a saved `input`").splitlines() == [
+        "#3 -> dropped R04 dropped: a repeat of function call 'call_1' (item 2)",
+        "#1 -> dropped R01 dropped: an output for 'call_0', which no call before it made",
+        "new -> #2 R02 inserted: 'not executed' output for call 'call_1' (item 2)",
+    ]
+
+
 def test_the_loop() -> None:
     assert output(PAGE, "The loop").splitlines() == [
         "It is sunny in Paris.",
