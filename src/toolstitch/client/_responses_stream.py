@@ -112,6 +112,14 @@ class StitchedResponseStream(StitchedStream):
             return state.last  # type: ignore[no-any-return]
         return None
 
+    @property
+    def resume_point(self) -> int | None:
+        """The sequence number of the event that announced the response (``response.created``): a
+        stream resumed after it (``ts.resume(..., starting_after=...)``, say in another process)
+        reads every item whole. None until it arrived, or for a stream that cannot be resumed."""
+        state = getattr(self._source, "state", None)
+        return state.announced_at if state is not None else None
+
     def get_final_response(self) -> Response:
         """Consume what is left, then build the SDK's ``Response``.
 
@@ -137,6 +145,7 @@ class AsyncStitchedResponseStream(AsyncStitchedStream):
     resumes = StitchedResponseStream.resumes
     response_id = StitchedResponseStream.response_id
     last_sequence_number = StitchedResponseStream.last_sequence_number
+    resume_point = StitchedResponseStream.resume_point
 
     async def get_final_response(self) -> Response:
         """Consume what is left, then build the SDK's ``Response`` (see the sync twin)."""

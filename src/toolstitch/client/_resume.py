@@ -187,6 +187,9 @@ class Resumption:
     response_id: str | None = None
     last: int | None = None
     """The sequence number of the last event yielded."""
+    announced_at: int | None = None
+    """The sequence number of the event that carried the response's id: a stream resumed after it
+    reads every item whole."""
     resumed: bool = False
     """A resume happened: from now on numbers are held to the last one."""
     resumes: list[Resume] = field(default_factory=list)
@@ -212,6 +215,7 @@ class Resumption:
         if rid is not None:
             if self.response_id is None and rid:
                 self.response_id = rid
+                self.announced_at = number
                 if self.on_id is not None:
                     self.on_id(rid)
             elif rid != self.response_id and self.resumed:

@@ -57,6 +57,8 @@ left without an answer keep the run awaiting approval.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import logging
 import random
 from collections import Counter
@@ -69,7 +71,7 @@ import tenacity
 from openai import AsyncOpenAI, OpenAI
 from openai.types.chat import ChatCompletion
 
-from ..client import WrappedClient, wrap
+from ..client import WrappedClient, aresume, resume, wrap
 from ..core import Accumulator, Anomaly, Event, ToolCall, ToolCallStarted, now, parse_arguments, sealed_call
 from ..errors import ApprovalError, IncompleteStreamError, RequestError
 from ..history import (
@@ -90,6 +92,7 @@ from ..tools import (
     MemoryLedger,
     ResultCache,
     Started,
+    StoredResult,
     StreamObserver,
     Toolbox,
     ToolResult,
@@ -879,6 +882,13 @@ class _Turn:
         self.keys: list[str] = []
         self.running: list[int] = []  # the indexes of ``calls`` that run now (the rest wait for approval)
         self.aio: asyncio.AbstractEventLoop | None = None  # the async twin's loop (warm-ups run there)
+        self.background = background_key(loop.model, index, self.request) if loop.responses else None
+        """The ledger key of this step's background response (``background=True``): once its id is
+        known it is recorded there, so that another process running the same step resumes it."""
+        self.recorded = self.background is None
+        self.resume_from: tuple[str, int | None] | None = None
+        """A background response of this step that a previous process recorded: the first attempt
+        resumes it (``ts.resume``) instead of sending the request again."""
 
     def retrying_kwargs(self) -> dict[str, Any]:
         """The arguments of ``tenacity.Retrying``/``AsyncRetrying`` (the async twin adds ``sleep``)."""
@@ -933,6 +943,8 @@ class _Turn:
         ``on_event`` as a :class:`StreamEvent` of this step (text, argument deltas with their
         preview, calls ready/invalid/incomplete …), then the eager calls it made startable."""
         loop = self.loop
+        if not self.recorded:
+            self.record_background()
         if type(event) is ToolCallStarted:  # at the latest: a call to the tool is announced
             loop.box.warm_up_on([event.call.name], self.aio)
         self.observer(event)  # telemetry and anomaly logs
@@ -951,6 +963,56 @@ class _Turn:
             if admission is not None:
                 self.early[id(call)] = start(loop.box, call, admission)
                 loop.emit(CallDispatched(self.index, call, True))
+
+    def record_background(self) -> None:
+        """Once the background response's id is known: record it in the ledger, once per step,
+        with the sequence number to resume after (the event that announced the response: a
+        process that resumes after it reads every call whole; a later number would leave the
+        calls open there without their first events)."""
+        stream = self.stream
+        response_id = getattr(stream, "response_id", None)
+        if not response_id or self.background is None:
+            return
+        self.recorded = True
+        record = {"response_id": response_id, "starting_after": stream.resume_point}
+        stored = StoredResult("background_response", response_id, None, record)
+        try:
+            self.loop.ledger.record_finished(self.background, _BACKGROUND_FP, stored)
+        except Exception as exc:  # the run goes on; only a later process could not resume it
+            logger.warning("step %d: could not record the background response (%s)", self.index, exc)
+
+    def recorded_background(self) -> tuple[str, int | None] | None:
+        """The background response a previous process recorded for this step, if any."""
+        if self.background is None:
+            return None
+        try:
+            entry = self.loop.ledger.get(self.background, _BACKGROUND_FP)
+        except Exception:
+            return None
+        value = entry.value if entry is not None and entry.state == "finished" else None
+        if not isinstance(value, dict) or type(value.get("response_id")) is not str:
+            return None
+        after = value.get("starting_after")
+        return value["response_id"], after if type(after) is int and after >= 0 else None
+
+    def send(self, wrapped: Any, model: str) -> Any:
+        """What the twin's attempt reads: the request sent, or (first attempt of a step a previous
+        process left mid-stream) the recorded background response resumed by id, under this
+        request's contract; a resume that fails is a failed attempt, and the next one sends."""
+        found, self.resume_from = self.resume_from, None
+        request = self.request
+        if found is not None:
+            self.recorded = True
+            return (aresume if self.aio is not None else resume)(
+                wrapped,
+                found[0],
+                tools=request.get("tools") or [],
+                tool_choice=request.get("tool_choice"),
+                parallel_tool_calls=request.get("parallel_tool_calls"),
+                starting_after=found[1],
+            )
+        create = wrapped.responses.create if self.loop.responses else wrapped.chat.completions.create
+        return create(model=model, **request)
 
     def attempt_failed(self, error: BaseException) -> None:
         """The request or its stream failed (the exception is then re-raised to tenacity)."""
@@ -1083,6 +1145,20 @@ def _flat_tool(definition: Mapping[str, Any]) -> dict[str, Any]:
     return {"type": "function", **function}
 
 
+_BACKGROUND_FP = "background-response"
+
+
+def background_key(model: str, index: int, request: Mapping[str, Any]) -> str | None:
+    """The ledger key of a step's background response: the step and a digest of what it asks
+    (model, input, tools), the same in every process that runs the same step of the same run; None
+    when the request is not a background one."""
+    if request.get("background") is not True:
+        return None
+    asked = [model, index, request.get("input"), request.get("tools"), request.get("instructions")]
+    text = json.dumps(asked, sort_keys=True, ensure_ascii=True, default=str)
+    return "background-response:" + hashlib.sha256(text.encode()).hexdigest()
+
+
 def _items(value: Any) -> list[Any]:
     """A list field of a history entry (``tool_calls``), or ``[]`` when it is not a list."""
     return list(value) if isinstance(value, list | tuple) else []
@@ -1175,12 +1251,12 @@ def _step(loop: _Loop, wrapped: Any, model: str, index: int) -> StopReason | Non
     # Kept twice on purpose, here and in _astep: only the I/O differs (for/async for, with/async
     # with, await); every decision is in _Turn, once.
     turn = loop.begin_step(index)
+    turn.resume_from = turn.recorded_background()
     for attempt in tenacity.Retrying(**turn.retrying_kwargs()):
         with attempt:
             turn.attempt_started()
             try:
-                create = wrapped.responses.create if loop.responses else wrapped.chat.completions.create
-                turn.stream = stream = create(model=model, **turn.request)
+                turn.stream = stream = turn.send(wrapped, model)
                 with stream, turn.reading():
                     for event in stream.events():
                         turn.streamed(event, start_early)
@@ -1235,12 +1311,12 @@ async def _aresume(loop: _Loop, calls: list[ToolCall], waiting: bool) -> None:
 # ``async with``: every decision is in _Loop and _Turn, shared; what is left cannot be one function.
 async def _astep(loop: _Loop, wrapped: Any, model: str, index: int) -> StopReason | None:
     turn = loop.begin_step(index)
+    turn.resume_from = await loop.ledger._io(turn.recorded_background)
     async for attempt in tenacity.AsyncRetrying(sleep=asyncio.sleep, **turn.retrying_kwargs()):
         with attempt:
             turn.attempt_started(asyncio.get_running_loop())
             try:
-                create = wrapped.responses.create if loop.responses else wrapped.chat.completions.create
-                turn.stream = stream = await create(model=model, **turn.request)
+                turn.stream = stream = await turn.send(wrapped, model)
                 async with stream:
                     with turn.reading():
                         async for event in stream.events():
