@@ -380,3 +380,22 @@ def test_events_tell_the_refusals_of_a_resume(server: LocalServer) -> None:
     assert {e.call.id for e in seen if isinstance(e, ToolCallInvalid)} == {"call_1"}
     assert [e.call.id for e in seen if isinstance(e, ToolCallReady)] == ["call_2"]
     assert "stream_gap" in [e.anomaly.code for e in seen if isinstance(e, AnomalyRecorded)]
+
+
+@needs_resume
+def test_a_retrieve_stream_that_sends_events_forever_ends_at_the_deadline(server: LocalServer) -> None:
+    """New events, one after another, never the final one: the resume deadline ends it."""
+
+    def endless(events: list[dict[str, Any]]) -> StreamScript:
+        start = events[0]["sequence_number"]
+        text = {"type": "response.output_text.delta", "item_id": "msg_0", "output_index": 0}
+        more = [{**text, "content_index": 0, "delta": ".", "sequence_number": start + n} for n in range(5000)]
+        return StreamScript.responses(more, delay=0.01)
+
+    policy = ResumePolicy(attempts=2, initial=0.01, maximum=0.01, timeout=5.0, deadline=0.5)
+    stream = cut_run(server, endless, at=CALL_1 + 2, policy=policy)
+    with pytest.raises(openai.APIConnectionError) as caught:
+        list(stream)
+    assert caught.value is stream.resumes[0].error
+    assert stream.tool_calls[0].status == "invalid"
+    assert len(server.retrieves) == 1

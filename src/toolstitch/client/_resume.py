@@ -16,8 +16,12 @@ What decides, per event (:class:`Resumption`, sans I/O, shared by the twins):
 * **The response.** An event whose response has another id than the one resumed ends the resume
   and refuses the open calls (``stream_other_response``); that event is not yielded.
 * **Time.** Each cut gets ``ResumePolicy.attempts`` retrieve requests without progress, with
-  exponential backoff (tenacity); every resume of one stream together gets ``deadline`` seconds;
-  each request its ``timeout``; a resumed stream is read until its final event, never past it.
+  exponential backoff (tenacity); every resume of one stream together gets ``deadline`` seconds
+  (checked before each request and at each event of a resumed stream: one that goes on past it is
+  refused and ends); each request its ``timeout`` (a silent stream); a resumed stream is read until
+  its final event, never past it. Not bounded: a resumed stream that sends bytes forever without
+  ever completing an event (comments only), past the request's own timeout, which such bytes
+  keep resetting.
   When every attempt fails, the error that cut the stream reaches the caller, as without resume.
 
 A resume needs the response's id (from ``response.created``) and a sequence number; without them
@@ -202,6 +206,8 @@ class Resumption:
     """The events of the refusals this made (``stream.events()`` hands them out)."""
     on_id: Callable[[str], None] | None = None
     """Told the response's id once it is known (the wrapped client remembers the request)."""
+    deadline_at: float | None = None
+    """When the resumes of this stream must be over (``time.monotonic()``), from the first cut."""
     idle: int = 0
     """Retrieve requests sent since the last new event (bounded by ``ResumePolicy.attempts``)."""
     _kept: dict[int, Any] = field(default_factory=dict)
@@ -210,6 +216,11 @@ class Resumption:
     def take(self, event: Any) -> bool:
         """True when ``event`` is to be yielded (and fed); False when it is dropped. Sets
         :attr:`stopped` when the stream must not be read further."""
+        if self.deadline_at is not None and time.monotonic() > self.deadline_at:
+            # A resumed stream that goes on and on (events, replays): its time is up.
+            self.stopped = True
+            self._refuse("the resumed stream ran past the resume deadline", STREAM_GAP)
+            return False
         number = _number(event)
         rid = _response_id(event)
         if rid is not None:
@@ -391,6 +402,8 @@ class ResumingSource:
             raise error  # no progress since the last resume's attempts, or out of time
         if self._started is None:
             self._started = time.monotonic()
+            if policy.deadline is not None:
+                state.deadline_at = self._started + policy.deadline
         self.close()
         iterator: Any = iter(())
         first: Any = None
@@ -491,6 +504,8 @@ class AsyncResumingSource:
             raise error  # no progress since the last resume's attempts, or out of time
         if self._started is None:
             self._started = time.monotonic()
+            if policy.deadline is not None:
+                state.deadline_at = self._started + policy.deadline
         await self.close()
         iterator: Any = None
         first: Any = None
