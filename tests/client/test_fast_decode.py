@@ -29,7 +29,7 @@ from openai.types.chat import ChatCompletionChunk
 from tests.conftest import examples
 from tests.core.test_adversarial_mutations import HOSTILE, STREAMS, _mutate
 from tests.corpus import CORPUS, ProviderStream
-from toolstitch.client import _fast
+from toolstitch.client import _fast, _fast_events
 from toolstitch.client._fast import build_chunk, same_value
 from toolstitch.errors import FastDecodeWarning
 from toolstitch.testing import LocalServer, StreamScript, tool_call_chunks
@@ -66,6 +66,9 @@ def _check_chunk(data: Any) -> bool:
 def test_self_check_passes_on_the_installed_release() -> None:
     status = _fast.fast_decode_status()
     assert (status.builder, status.decoder, status.reason) == (True, True, "")
+    # Responses events build fast wherever the release has the Responses API; the 1.55.3 floor has
+    # none, and there nothing is said (tests/client/test_fast_events.py holds them equal).
+    assert (status.events, status.events_reason) == (_fast_events.EVENT_TYPE is not None, "")
 
 
 def test_every_corpus_chunk_builds_equal_to_the_sdk() -> None:
