@@ -288,3 +288,23 @@ def test_a_call_sent_back_without_its_reasoning_gets_the_previous_responses_item
     without_ids = [{k: v for k, v in i.items() if k != "id"} for i in items]
     fixed, report = repair(without_ids, previous=previous)  # no item id: no reasoning needed
     assert [c.rule for c in report.changes] == ["R02"] and REASONING not in fixed
+
+
+# --------------------------------------------------------------------------- linear time
+
+
+@pytest.mark.parametrize("shape", ["unanswered", "repeated", "answered first"])
+def test_20000_calls_in_one_turn_repair_in_linear_time(shape: str) -> None:
+    # Quadratic code would take minutes here (4e8 steps); linear code takes well under a second.
+    n = 20_000
+    calls = [call(f"c{k}") for k in range(n)]
+    outputs = [output(f"c{k}") for k in range(n)]
+    items: list[Any] = {
+        "unanswered": [USER, REASONING, *calls],
+        "repeated": [USER, REASONING, *calls, REASONING, *calls, *outputs],
+        "answered first": [USER, *outputs, REASONING, *calls],
+    }[shape]
+    fixed, report = ts.repair_history(items, api="responses")
+    assert report.ok
+    assert fixed[: n + 2] == [USER, REASONING, *calls]
+    assert [i["call_id"] for i in fixed[n + 2 :]] == [f"c{k}" for k in range(n)]

@@ -74,6 +74,7 @@ class _RepairInput:
         self.previous_response_id = previous_response_id
         self.log: list[tuple[Action, str, _Entry, str]] = []
         self.head: list[_Entry] = []  # outputs inserted before the first item
+        self.pending: list[tuple[_Entry, _Entry]] = []  # (call, output to put after its turn)
 
     def note(self, action: Action, rule: str, entry: _Entry, detail: str) -> None:
         self.log.append((action, rule, entry, detail))
@@ -85,6 +86,7 @@ class _RepairInput:
     def run(self) -> tuple[list[Any], RepairReport]:
         calls = self.repeated_calls()
         self.outputs(calls)
+        self.place()
         self.reasoning()
         out = self.rebuild()
         changes = tuple(
@@ -98,19 +100,26 @@ class _RepairInput:
 
     def repeated_calls(self) -> dict[str, _Entry]:
         """The first ``function_call`` of each ``call_id``; exact repeats (and the repeated
-        reasoning item right before them) dropped."""
+        reasoning item of their turn, the last one before them) dropped. One pass."""
         first: dict[str, _Entry] = {}
         reasoning: dict[str, Any] = {}  # id -> the first reasoning item with that id
-        for k, entry in enumerate(self.entries):
+        last: _Entry | None = None  # the last reasoning item of the current run of calls
+        for entry in self.entries:
             item = entry.item
             kind = _kind(item)
-            if kind == "reasoning" and isinstance(item.get("id"), str):
-                reasoning.setdefault(item["id"], item)
-            if kind != "function_call" or (call_id := _call_id(item)) is None:
+            if kind == "reasoning":
+                last = entry
+                if isinstance(item.get("id"), str):
+                    reasoning.setdefault(item["id"], item)
                 continue
-            kept = first.get(call_id)
-            if kept is None:
-                first[call_id] = entry
+            if kind != "function_call":
+                last = None  # the turn's run of reasoning and calls ended
+                continue
+            call_id = _call_id(item)
+            kept = None if call_id is None else first.get(call_id)
+            if call_id is None or kept is None:
+                if call_id is not None:
+                    first[call_id] = entry
                 continue
             if (item.get("name"), item.get("arguments")) != (
                 kept.item.get("name"),
@@ -118,19 +127,11 @@ class _RepairInput:
             ):
                 continue  # two different calls under one id: not ours to choose (R04 remains)
             self.drop(entry, "R04", f"a repeat of function call {call_id!r} (item {kept.src})")
-            j = k - 1
-            while j >= 0 and _kind(self.entries[j].item) in ("function_call", "reasoning"):
-                before = self.entries[j]
-                rid = before.item.get("id")
-                if (
-                    _kind(before.item) == "reasoning"
-                    and not before.dropped
-                    and isinstance(rid, str)
-                    and reasoning.get(rid) is not before.item
-                    and reasoning.get(rid) == before.item
-                ):
-                    self.drop(before, "R04", f"a repeat of reasoning item {rid!r}, beside a repeated call")
-                j -= 1
+            rid = None if last is None else last.item.get("id")
+            if last is not None and not last.dropped and isinstance(rid, str):
+                original = reasoning.get(rid)
+                if original is not last.item and original == last.item:
+                    self.drop(last, "R04", f"a repeat of reasoning item {rid!r}, beside a repeated call")
         return first
 
     def outputs(self, calls: dict[str, _Entry]) -> None:
@@ -160,7 +161,7 @@ class _RepairInput:
             elif call_id in calls:
                 answered.add(call_id)
                 entry.dropped = True  # from here; it reappears after its call's turn
-                self.anchor(calls[call_id]).after.append(entry)
+                self.pending.append((calls[call_id], entry))
                 self.note(
                     "moved",
                     "R01",
@@ -176,7 +177,7 @@ class _RepairInput:
         for call_id, entry in calls.items():
             if call_id not in answered:
                 answered.add(call_id)
-                self.anchor(entry).after.append(self.not_executed(call_id, f"(item {entry.src})"))
+                self.pending.append((entry, self.not_executed(call_id, f"(item {entry.src})")))
 
     def reasoning(self) -> None:
         """A call of ``previous`` sent back without the reasoning item it came with gets that item
@@ -216,17 +217,22 @@ class _RepairInput:
         self.note("inserted", "R02", entry, f"'not executed' output for call {call_id!r} {where}")
         return entry
 
-    def anchor(self, call: _Entry) -> _Entry:
-        """The last item of the run of calls and outputs that ``call`` is part of: where the
-        outputs of its turn end (never past the next turn's reasoning or message)."""
-        index = call.src if call.src is not None else 0
-        last = call
-        for entry in self.entries[index + 1 :]:
-            if _kind(entry.item) not in _RUN:
-                break
-            if not entry.dropped:
-                last = entry
-        return last
+    def place(self) -> None:
+        """Put each moved or inserted output after the last item kept of the run of calls and
+        outputs its call is part of: where the outputs of its turn end (never past the next turn's
+        reasoning or message). One pass over ``input`` finds every run's end."""
+        end: dict[int, _Entry] = {}  # id(entry) -> the last kept entry of its run
+        run: list[_Entry] = []
+        for entry in [*self.entries, None]:
+            if entry is not None and _kind(entry.item) in _RUN:
+                run.append(entry)
+                continue
+            kept = [e for e in run if not e.dropped]
+            for member in run:
+                end[id(member)] = kept[-1] if kept else member
+            run = []
+        for call, extra in self.pending:
+            end.get(id(call), call).after.append(extra)
 
     def rebuild(self) -> list[Any]:
         out: list[Any] = []
