@@ -310,3 +310,26 @@ def test_a_release_whose_responses_events_differ_keeps_the_sdk_decoding_and_warn
         got.append(list(stream))
     assert same_value(got, [plain, plain])
     _fast._warn_once.cache_clear()
+
+
+def test_every_stitched_responses_path_decodes_fast_and_gives_the_sdks_events(
+    shared_server: LocalServer,
+) -> None:
+    events = response_events([("call_1", "f", '{"a": 1}')], text="Hi.", pieces=3)
+    shared_server.enqueue(*[StreamScript.responses(events)] * 4)
+    plain = _read(shared_server, None, is_async=False)
+    client = ts.wrap(shared_server.client())
+    raw = client.responses.with_raw_response.create(model="m", input="hi", tools=TOOLS, stream=True).parse()
+    got = [(raw.sdk_stream, list(raw))]
+    with client.responses.with_streaming_response.create(
+        model="m", input="hi", tools=TOOLS, stream=True
+    ) as r:
+        streamed = r.parse()
+        got.append((streamed.sdk_stream, list(streamed)))
+    with client.responses.stream(model="m", input="hi", tools=TOOLS) as helper:
+        list(helper)
+        got.append((helper.toolstitch.sdk_stream, list(helper.toolstitch.accumulator.calls())))
+    for sdk_stream, _ in got:
+        assert isinstance(sdk_stream._client, _fast._FastClient)
+    assert same_value(got[0][1], plain) and same_value(got[1][1], plain)
+    assert [c.status for c in got[2][1]] == ["ready"]
