@@ -44,7 +44,7 @@ from typing import Any
 import openai
 import tenacity
 
-from ..core import Anomaly, ResponseAccumulator
+from ..core import Anomaly, AnomalyRecorded, ResponseAccumulator
 from ._transport import as_sdk_error
 
 __all__ = [
@@ -291,14 +291,14 @@ class Resumption:
         record = Resume(self.last, error)
         self.resumes.append(record)
         self.resumed = True
-        self.accumulator.anomalies.append(
-            Anomaly(
-                STREAM_RESUMED,
-                f"the connection dropped after event {self.last} ({type(error).__name__}); the stream "
-                f"was resumed with responses.retrieve({self.response_id!r}, stream=True, "
-                f"starting_after={self.last})",
-            )
+        note = Anomaly(
+            STREAM_RESUMED,
+            f"the connection dropped after event {self.last} ({type(error).__name__}); the stream "
+            f"was resumed with responses.retrieve({self.response_id!r}, stream=True, "
+            f"starting_after={self.last})",
         )
+        self.accumulator.anomalies.append(note)
+        self.notes.append(AnomalyRecorded(note))
         return record
 
 
