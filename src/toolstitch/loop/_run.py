@@ -72,7 +72,17 @@ from openai import AsyncOpenAI, OpenAI
 from openai.types.chat import ChatCompletion
 
 from ..client import WrappedClient, aresume, resume, wrap
-from ..core import Accumulator, Anomaly, Event, ToolCall, ToolCallStarted, now, parse_arguments, sealed_call
+from ..core import (
+    Accumulator,
+    Anomaly,
+    Event,
+    ResponseAccumulator,
+    ToolCall,
+    ToolCallStarted,
+    now,
+    parse_arguments,
+    sealed_call,
+)
 from ..errors import ApprovalError, IncompleteStreamError, RequestError
 from ..history import (
     Dialect,
@@ -678,24 +688,21 @@ class _Loop:
 
     def pending(self) -> list[ToolCall] | None:
         """The unanswered calls of a trailing assistant message (a run resumed after a crash)."""
-        found: list[tuple[str, Any, Any]]
         if self.responses:
-            items = self._unanswered_items()
-            found = [(item["call_id"], item.get("name"), item.get("arguments")) for item in items]
-        else:
-            trailing = self._trailing()
-            if trailing is None:
-                return None
-            last, raw = trailing
-            replies = (_plain(m).get("tool_call_id") for m in self.history[last + 1 :])
-            answered = {a for a in replies if isinstance(a, str)}
-            # A call without an id cannot be answered, so it is not run (validate_request says why).
-            todo = [c for c in raw if isinstance(c.get("id"), str) and c["id"] and c["id"] not in answered]
-            found = [
-                (c["id"], function.get("name"), function.get("arguments"))
-                for c in todo
-                for function in (_plain(c.get("function")),)
-            ]
+            return self._resumed_items()
+        trailing = self._trailing()
+        if trailing is None:
+            return None
+        last, raw = trailing
+        replies = (_plain(m).get("tool_call_id") for m in self.history[last + 1 :])
+        answered = {a for a in replies if isinstance(a, str)}
+        # A call without an id cannot be answered, so it is not run (validate_request says why).
+        todo = [c for c in raw if isinstance(c.get("id"), str) and c["id"] and c["id"] not in answered]
+        found = [
+            (c["id"], function.get("name"), function.get("arguments"))
+            for c in todo
+            for function in (_plain(c.get("function")),)
+        ]
         if not found:
             return None
         # Sealed and checked as a streamed call is (a name that is not text is no name).
@@ -703,6 +710,27 @@ class _Loop:
             sealed_call(index=i, id=cid, name=name, arguments=arguments, tools=self.definitions or None)
             for i, (cid, name, arguments) in enumerate(found)
         ]
+
+    def _resumed_items(self) -> list[ToolCall] | None:
+        """The unanswered ``function_call`` items of a Responses input, read by the Responses reader
+        as the output of a response (``read_response``): sealed and checked as a streamed call is,
+        and ``incomplete`` when an item's ``status`` is not ``"completed"`` (what a crash after an
+        incomplete response leaves), so that it never runs, approved or not; the gate refuses it and
+        the model is told. An item without a status (one a user built) is read as completed. The
+        reader gives one call per item, in order, under the item's ``call_id``; anything else (a
+        reader bound hit) refuses the input before anything of it runs."""
+        items = self._unanswered_items()
+        if not items:
+            return None
+        reader = ResponseAccumulator(self.definitions or None)
+        reader.read_response({"status": "completed", "output": items})
+        calls = list(reader.tool_calls)
+        if [c.id for c in calls] != [i["call_id"] for i in items]:
+            said = (
+                f"the {len(items)} unanswered function_call items of the input could not be read one by one"
+            )
+            raise RequestError([HistoryProblem(None, "R00", "error", said + "; nothing of them was run")])
+        return calls
 
     def duplicate_ids(self) -> list[str]:
         """The call ids the trailing assistant message carries more than once. Such a history is

@@ -157,6 +157,12 @@ def approval_problems(
     for key, call in unanswered:
         if key not in approvals:
             continue
+        if call.status == "incomplete":
+            problems.append(
+                f"{key!r}: the history's item for this call never completed (its status says so); "
+                "it is not run"
+            )
+            continue
         if not needs_approval(call):
             problems.append(
                 f"{key!r}: this call does not await approval (its tool needs none, or is unknown)"

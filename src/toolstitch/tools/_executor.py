@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core import ToolCall, now
 from ..errors import ToolError
-from ._approval import Approval, Deny
+from ._approval import Approval, Deny, check_record
 from ._cache import ResultCache, canonical_key
 from ._cancel import CancelToken
 from ._claim import ClaimLedger, LedgerEntry, Verdict, fingerprint, stored_result
@@ -644,7 +644,12 @@ async def _confirm(batch: _Batch, job: _Job) -> Refusal | None:
     (and the tool never runs after it)."""
     box = batch.box
     if job.key in batch.approvals:
-        return _answered(job.call, batch.approvals[job.key])
+        given = batch.approvals[job.key]
+        if given is True:  # a yes holds only for the very call that was deferred (a no needs no check)
+            problem = await _deferral_problem(batch.ledger, job)
+            if problem is not None:
+                return not_approved(job.call, problem)
+        return _answered(job.call, given)
     callback = box.confirm
     if callback is None:
         return not_approved(job.call, "this tool needs approval and no confirmation callback is configured")
@@ -663,6 +668,19 @@ async def _confirm(batch: _Batch, job: _Job) -> Refusal | None:
     finally:
         job.timings.confirmation = now() - t0
     return _answered(job.call, answer)
+
+
+async def _deferral_problem(ledger: ClaimLedger | None, job: _Job) -> str | None:
+    """What is wrong with approving this call by its key: the ledger must hold the record that
+    exactly this call (its fingerprint) awaits approval, as ``ts.run`` checks on resume
+    (``check_record``, one check for both). Without a ledger there is no record, so no approval."""
+    if ledger is None:
+        return f"{job.key!r}: no ledger holds a record that this call awaits approval"
+    try:
+        problem: str | None = await ledger._io(check_record, ledger, job.key, job.call)
+    except Exception as exc:  # a ledger that cannot be read approves nothing
+        return f"{job.key!r}: the ledger could not be read ({type(exc).__name__})"
+    return problem
 
 
 def _in_thread(fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
