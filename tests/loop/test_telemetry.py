@@ -290,6 +290,36 @@ print(json.dumps({"stop": result.stop_reason, "loaded": loaded}))
 """
 
 
+def test_the_run_timeline_stages_are_span_events(server: LocalServer) -> None:
+    server.handler = calls_from_one
+    with (
+        tracer.start_as_current_span("agent"),
+        server.client() as client,
+        ts.Toolbox([get_time, lookup, flaky]) as box,
+    ):
+        result = ts.run(client, model="m", messages=user(), toolbox=box)
+    assert result.timeline is not None
+    agent = spans()["agent"]
+    stages = [e for e in agent.events if e.name == "toolstitch.stage"]
+    expected = [(s.name, None) for st in result.timeline.steps for s in st.stages]
+    expected += [(s.name, c.id) for st in result.timeline.steps for c in st.calls for s in c.stages]
+    got = [
+        (e.attributes["toolstitch.stage.name"], e.attributes.get("toolstitch.stage.call.id")) for e in stages
+    ]
+    assert sorted(got, key=str) == sorted(expected, key=str)
+    execution = next(
+        e
+        for e in stages
+        if e.attributes["toolstitch.stage.name"] == "execution"
+        and e.attributes["toolstitch.stage.call.id"] == "c_time"
+    )
+    lane = next(c for c in result.timeline.calls if c.id == "c_time")
+    stage = lane.stage("execution")
+    assert stage is not None and execution.attributes["toolstitch.stage.start"] == stage.start
+    # Each event is stamped with its stage's own start (Unix time, nanoseconds).
+    assert abs(execution.timestamp - (result.timeline.started_at + stage.start / 1000) * 1e9) < 1e6
+
+
 def test_without_opentelemetry_nothing_is_imported_and_runs_work() -> None:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
     done = subprocess.run(

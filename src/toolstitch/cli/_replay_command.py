@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RecordingFormatError
+from ..loop import Timeline
 from ..recording import Replay, replay, report_data, report_html, report_text
 from ._output import SafeOutput, fail
 
@@ -33,7 +34,50 @@ def _live(replayed: Replay, out: SafeOutput) -> None:
     out.write("\n")
 
 
+def _timeline(path: str) -> Timeline | None:
+    """The run timeline ``path`` holds (``RunResult.timeline.save``), or None for anything else."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read(64 * 1024 * 1024)
+        data = json.loads(text)
+    except (OSError, ValueError):
+        return None
+    try:
+        return Timeline.from_dict(data) if isinstance(data, dict) and "format" in data else None
+    except ValueError:
+        return None
+
+
+def _run_timeline(args: argparse.Namespace, timeline: Timeline) -> int:
+    """A saved run timeline: its waterfall (``--html``), and one line per stage."""
+    out = SafeOutput(sys.stdout)
+    if args.html:
+        try:
+            Path(args.html).write_text(
+                timeline.to_html(f"toolstitch run: {Path(args.file).name}"), encoding="utf-8"
+            )
+        except OSError as exc:
+            return fail("replay", f"cannot write {args.html}: {exc.strerror or exc}")
+    if args.json:
+        out.write(json.dumps(timeline.as_dict(), ensure_ascii=False, indent=2) + "\n")
+        return 0
+    out.write(f"run: {len(timeline.steps)} steps, {len(timeline.calls)} calls, {timeline.total:.1f} ms\n")
+    for step in timeline.steps:
+        lanes = [(f"step {step.index}", step.stages)]
+        lanes += [(f"  #{c.index} {c.name or '?'}", c.stages) for c in step.calls]
+        for who, stages in lanes:
+            for st in stages:
+                end = "" if st.end is None else f" -> {st.end:8.1f}"
+                out.write(f"{who:<28} {st.name:<15} {st.start:8.1f}{end} ms {st.detail}\n")
+    if args.html:
+        out.write(f"\nHTML waterfall: {args.html}\n")
+    return 0
+
+
 def _run(args: argparse.Namespace) -> int:
+    timeline = _timeline(args.file)
+    if timeline is not None:
+        return _run_timeline(args, timeline)
     try:
         replayed = replay(args.file, timing=args.timing)
     except OSError as exc:
@@ -74,7 +118,11 @@ def add_command(subparsers: Any) -> None:
             "breakdown. Exit 0 when replayed, 2 when the file cannot be read or is not a recording."
         ),
     )
-    parser.add_argument("file", metavar="FILE", help="a .jsonl recording or a .sse body")
+    parser.add_argument(
+        "file",
+        metavar="FILE",
+        help="a .jsonl recording, a .sse body, or a run's timeline (RunResult.timeline.save(path))",
+    )
     parser.add_argument("--html", metavar="OUT", help="also write a self-contained HTML report to OUT")
     parser.add_argument("--json", action="store_true", help="print a JSON report instead")
     parser.add_argument(

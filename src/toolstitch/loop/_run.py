@@ -75,6 +75,7 @@ from ..client import WrappedClient, aresume, resume, wrap
 from ..core import (
     Accumulator,
     Anomaly,
+    ChoiceFinished,
     Event,
     ResponseAccumulator,
     ToolCall,
@@ -121,10 +122,12 @@ from ..tools import (
     duplicate_ids,
     execute,
     record_waiting,
+    stage_event,
     start_early,
     validated_approvals,
 )
 from ._stream_event import StreamEvent
+from ._timeline import Timeline, build_timeline
 
 __all__ = [
     "CallAwaitingApproval",
@@ -225,6 +228,9 @@ class Step:
     results: list[ToolResult]
     timings: StepTimings
     anomalies: list[Anomaly] = field(default_factory=list)
+    marks: dict[str, float] = field(default_factory=dict)
+    """The step's instants (``time.monotonic()``): ``request_sent``, ``first_chunk``, ``finish``
+    (the choice's ``finish_reason``), ``stream_end``, ``results_ready``; the timeline's source."""
 
 
 @dataclass(slots=True)
@@ -250,6 +256,15 @@ class RunResult:
     steps: list[Step]
     stop_reason: StopReason
     pending: list[ToolCall] = field(default_factory=list)
+    timeline: Timeline | None = None
+    """The run's waterfall: each step's and call's stages in milliseconds (``loop/_timeline.py``);
+    ``timeline.as_dict()`` is plain data, ``timeline.save(path)`` what ``toolstitch replay --html``
+    draws."""
+
+    def to_html(self, title: str = "toolstitch run") -> str:
+        """The run's waterfall as one self-contained HTML page (``RunResult.timeline``)."""
+        timeline = self.timeline if self.timeline is not None else Timeline(0.0, 0.0)
+        return timeline.to_html(title)
 
     @property
     def results(self) -> list[ToolResult]:
@@ -494,6 +509,7 @@ class _Loop:
         self.create_kwargs = create_kwargs
         self.definitions = toolbox.definitions()
         self.steps: list[Step] = []
+        self.t0 = now()
         self.corrections: Counter[str] = Counter()
         self.completion: ChatCompletion | None = None
         self.renamed: dict[str, str] = {}  # ids of the current step rewritten in the history
@@ -751,15 +767,18 @@ class _Loop:
         results: list[ToolResult],
         timings: StepTimings,
         anomalies: list[Anomaly],
+        marks: dict[str, float] | None = None,
     ) -> Step:
-        step = Step(index, completion, calls, results, timings, anomalies)
+        step = Step(index, completion, calls, results, timings, anomalies, dict(marks or {}))
         self.steps.append(step)
         self.emit(StepFinished(step))
         return step
 
     def result(self, stop: StopReason) -> RunResult:
         pending = (self.pending() or []) if stop == "awaiting_approval" else []
-        return RunResult(self.history, self.completion, self.steps, stop, pending)
+        timeline = build_timeline(self.steps, self.t0, self.box)
+        stage_events(timeline)
+        return RunResult(self.history, self.completion, self.steps, stop, pending, timeline)
 
     # -- approvals -----------------------------------------------------------------------------
 
@@ -917,6 +936,7 @@ class _Turn:
         self.resume_from: tuple[str, int | None] | None = None
         """A background response of this step that a previous process recorded: the first attempt
         resumes it (``ts.resume``) instead of sending the request again."""
+        self.marks: dict[str, float] = {}  # the step's instants (``Step.marks``)
 
     def retrying_kwargs(self) -> dict[str, Any]:
         """The arguments of ``tenacity.Retrying``/``AsyncRetrying`` (the async twin adds ``sleep``)."""
@@ -959,6 +979,7 @@ class _Turn:
         self.sealed = False
         self.stream = None
         self.t_request = now()
+        self.marks = {"request_sent": self.t_request}
         self.observer = StreamObserver(self.loop.model, self.t_request)
 
     def reading(self) -> Any:
@@ -975,6 +996,8 @@ class _Turn:
             self.record_background()
         if type(event) is ToolCallStarted:  # at the latest: a call to the tool is announced
             loop.box.warm_up_on([event.call.name], self.aio)
+        elif type(event) is ChoiceFinished:
+            self.marks.setdefault("finish", now())
         self.observer(event)  # telemetry and anomaly logs
         if loop.on_event is not None:
             loop.emit(StreamEvent(self.index, event))
@@ -1060,7 +1083,9 @@ class _Turn:
         acc: Accumulator = self.stream.accumulator
         self.observer.finished(acc.metrics.first_chunk_at, None)
         self.t_end = acc.metrics.ended_at or now()
+        self.marks["stream_end"] = self.t_end
         if acc.metrics.first_chunk_at is not None:
+            self.marks["first_chunk"] = acc.metrics.first_chunk_at
             timings.first_chunk = acc.metrics.first_chunk_at - self.t_request
         timings.streaming = self.t_end - self.t_request
         completion = self.completion
@@ -1081,7 +1106,7 @@ class _Turn:
         for handle in self.early.values():
             handle.cancel()
         timings.total = now() - self.t_step
-        loop.finish_step(self.index, completion, [], [], timings, list(acc.anomalies))
+        loop.finish_step(self.index, completion, [], [], timings, list(acc.anomalies), self.marks)
         return "done"
 
     def to_run(self) -> list[ToolCall]:
@@ -1105,11 +1130,12 @@ class _Turn:
         wait for a person, ``"max_corrections"`` when a tool is out of corrective rounds."""
         loop, timings = self.loop, self.timings
         loop.append_results(results, [self.keys[i] for i in self.running])
+        self.marks["results_ready"] = now()
         timings.execution = now() - self.t_end
         timings.add_calls(self.calls, results, self.t_request)
         timings.total = now() - self.t_step
         anomalies = list(self.stream.accumulator.anomalies)
-        loop.finish_step(self.index, self.completion, self.calls, results, timings, anomalies)
+        loop.finish_step(self.index, self.completion, self.calls, results, timings, anomalies, self.marks)
         out_of_rounds = loop.count_corrections(results)
         if self.waiting:
             return "awaiting_approval"
@@ -1132,6 +1158,19 @@ class _Parsed:
     """The parsed arguments of a call still streaming, read as ``canonical_key`` reads a call."""
 
     parsed: Any
+
+
+def stage_events(timeline: Timeline) -> None:
+    """The timeline's stages as OpenTelemetry span events (``toolstitch.stage``) on the current
+    span, each stamped with its stage's start (nothing without OpenTelemetry)."""
+    origin = timeline.started_at
+    for step in timeline.steps:
+        for s in step.stages:
+            stage_event({"step": step.index, **s.as_dict()}, origin + s.start / 1000.0)
+        for c in step.calls:
+            for s in c.stages:
+                where = {"step": step.index, "call.index": c.index, "call.id": c.id, "tool": c.name}
+                stage_event({**where, **s.as_dict()}, origin + s.start / 1000.0)
 
 
 def _plain(value: Any) -> dict[str, Any]:

@@ -44,7 +44,7 @@ from ._executor import (
 from ._gate import Admission, admit, check_arguments
 from ._ledger import LedgerEntry, MemoryLedger, SQLiteLedger
 from ._postgres import PostgresLedger
-from ._telemetry import StreamObserver, call_event, chat_span, current
+from ._telemetry import StreamObserver, call_event, chat_span, current, stage_event
 from ._toolbox import Toolbox
 from ._twins import async_twin_of, bound
 
@@ -87,6 +87,7 @@ __all__ = [
     "execute",
     "fingerprint",
     "record_waiting",
+    "stage_event",
     "start_early",
     "tool",
     "validated_approvals",

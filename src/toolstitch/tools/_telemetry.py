@@ -61,6 +61,7 @@ __all__ = [
     "enabled",
     "end_tool",
     "span_context",
+    "stage_event",
     "start_tool",
 ]
 
@@ -343,5 +344,18 @@ def call_event(name: str, call: ToolCall, **attributes: Any) -> None:
         values = _call_attributes(call)
         values.update({f"toolstitch.tool_call.{k}": v for k, v in attributes.items() if v is not None})
         o.trace.get_current_span().add_event(f"toolstitch.tool_call.{name}", values)
+    except Exception:
+        pass
+
+
+def stage_event(attributes: dict[str, Any], at: float) -> None:
+    """One stage of a run's waterfall (``loop/_timeline.py``) as a ``toolstitch.stage`` span event
+    on the current span, stamped ``at`` (Unix time); attributes under ``toolstitch.stage.``."""
+    o = _otel()
+    if o is None:
+        return
+    try:
+        values = {f"toolstitch.stage.{k}": v for k, v in attributes.items() if v is not None and v != ""}
+        o.trace.get_current_span().add_event("toolstitch.stage", values, timestamp=int(at * 1e9))
     except Exception:
         pass

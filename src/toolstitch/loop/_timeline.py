@@ -1,0 +1,267 @@
+"""The waterfall of a run: each step's and each call's stages on one time line (``RunResult.timeline``).
+
+What a person waits for in a tool-using turn is spread over several clocks: the request, the first
+chunk, each call's first fragment and the moment its arguments closed, the verdict (sealed, or
+refused early while the stream still ran), the tool's warm-up, the gate, the function itself, the
+results going back, the answer. The loop already keeps each of those instants (the calls' metrics,
+the results' timings, the step's marks); this module only lays them out, in milliseconds since the
+run began, as plain data (:meth:`Timeline.as_dict`, JSON through :meth:`Timeline.save`), as an HTML
+waterfall (:meth:`Timeline.to_html`, ``loop/_waterfall.py``) and as OpenTelemetry span events
+(``toolstitch.stage``, one per stage, stamped with the stage's own start time).
+
+Stage names: per step ``request`` (sent → first chunk), ``stream`` (first chunk → end),
+``results_sent`` (the next request, carrying the results), ``answer`` (the last step's text);
+per call ``first_fragment``, ``arguments`` (first fragment → complete JSON), ``verdict``
+(``detail``: ``sealed`` or ``early``, and the status), ``warm_up``, ``gate``, ``execution``
+(``detail``: ``eager``, ``cached``, ``reused`` when so).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..core import ToolCall, wall_clock
+from ._waterfall import waterfall_html
+
+if TYPE_CHECKING:
+    from ..tools import Toolbox, ToolResult
+    from ._run import Step
+
+__all__ = [
+    "CallLane",
+    "Stage",
+    "StepLane",
+    "Timeline",
+    "build_timeline",
+]  # the package exports all but the last
+
+FORMAT = "toolstitch.run-timeline"
+
+
+@dataclass(frozen=True, slots=True)
+class Stage:
+    """One stage: ``start`` and ``end`` in milliseconds since the run began (``end`` None: an
+    instant); ``detail`` a short word (``eager``, ``early``, ``cached`` …)."""
+
+    name: str
+    start: float
+    end: float | None = None
+    detail: str = ""
+
+    @property
+    def duration(self) -> float:
+        return 0.0 if self.end is None else self.end - self.start
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "start": self.start, "end": self.end, "detail": self.detail}
+
+
+@dataclass(slots=True)
+class CallLane:
+    """One call's stages (its result's status in ``result``, None when it has none)."""
+
+    step: int
+    index: int
+    id: str | None
+    name: str | None
+    status: str
+    result: str | None
+    stages: list[Stage] = field(default_factory=list)
+
+    def stage(self, name: str) -> Stage | None:
+        """The first stage called ``name``, or None."""
+        return next((s for s in self.stages if s.name == name), None)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "index": self.index,
+            "id": self.id,
+            "name": self.name,
+            "status": self.status,
+            "result": self.result,
+            "stages": [s.as_dict() for s in self.stages],
+        }
+
+
+@dataclass(slots=True)
+class StepLane:
+    """One step's own stages and its calls'."""
+
+    index: int
+    stages: list[Stage] = field(default_factory=list)
+    calls: list[CallLane] = field(default_factory=list)
+
+    def stage(self, name: str) -> Stage | None:
+        return next((s for s in self.stages if s.name == name), None)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "stages": [s.as_dict() for s in self.stages],
+            "calls": [c.as_dict() for c in self.calls],
+        }
+
+
+@dataclass(slots=True)
+class Timeline:
+    """The stages of a run, per step and per call, in milliseconds since ``started_at`` (Unix time).
+
+    ``total`` is the run's length in milliseconds. Plain data: :meth:`as_dict`, :meth:`save` and
+    :meth:`load` (what ``toolstitch replay --html OUT RUN.json`` reads), :meth:`to_html`.
+    """
+
+    started_at: float
+    total: float
+    steps: list[StepLane] = field(default_factory=list)
+
+    @property
+    def calls(self) -> list[CallLane]:
+        """Every call of the run, in order."""
+        return [c for s in self.steps for c in s.calls]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "version": 1,
+            "started_at": self.started_at,
+            "total": self.total,
+            "steps": [s.as_dict() for s in self.steps],
+        }
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write :meth:`as_dict` as JSON (``toolstitch replay --html OUT PATH`` draws it)."""
+        Path(path).write_text(json.dumps(self.as_dict(), indent=1), encoding="utf-8")
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Timeline:
+        """A timeline from :meth:`as_dict`'s data; ``ValueError`` when it is not one."""
+        if not isinstance(data, Mapping) or data.get("format") != FORMAT:
+            raise ValueError(f"not a {FORMAT} document")
+        try:
+            steps = [
+                StepLane(
+                    int(s["index"]),
+                    [_stage(x) for x in s["stages"]],
+                    [
+                        CallLane(
+                            int(c["step"]),
+                            int(c["index"]),
+                            _text(c.get("id")),
+                            _text(c.get("name")),
+                            str(c["status"]),
+                            _text(c.get("result")),
+                            [_stage(x) for x in c["stages"]],
+                        )
+                        for c in s["calls"]
+                    ],
+                )
+                for s in data["steps"]
+            ]
+            return cls(float(data["started_at"]), float(data["total"]), steps)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"a malformed {FORMAT} document: {type(exc).__name__}: {exc}") from None
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Timeline:
+        """Read what :meth:`save` wrote (``ValueError`` when the file is not a run timeline)."""
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise ValueError(f"not JSON: {exc}") from None
+        return cls.from_dict(data)
+
+    def to_html(self, title: str = "toolstitch run") -> str:
+        """One self-contained HTML page: the waterfall (see ``loop/_waterfall.py``)."""
+        return waterfall_html(self, title)
+
+
+def _stage(data: Any) -> Stage:
+    end = data.get("end")
+    return Stage(
+        str(data["name"]),
+        float(data["start"]),
+        None if end is None else float(end),
+        str(data.get("detail") or ""),
+    )
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+# ----------------------------------------------------------------------------- building
+
+
+def build_timeline(steps: Sequence[Step], t0: float, box: Toolbox | None) -> Timeline:
+    """The timeline of ``steps`` (monotonic instants from their marks, calls and results), in
+    milliseconds since ``t0``. ``box`` gives the tools' warm-ups."""
+
+    def ms(at: float | None) -> float | None:
+        return None if at is None else round((at - t0) * 1000.0, 3)
+
+    lanes: list[StepLane] = []
+    end = t0
+    for n, step in enumerate(steps):
+        marks = step.marks
+        lane = StepLane(step.index)
+        sent, first, ended = marks.get("request_sent"), marks.get("first_chunk"), marks.get("stream_end")
+        if sent is not None:
+            lane.stages.append(Stage("request", ms(sent) or 0.0, ms(first if first is not None else ended)))
+        if first is not None and ended is not None:
+            lane.stages.append(Stage("stream", ms(first) or 0.0, ms(ended)))
+        nxt = steps[n + 1].marks.get("request_sent") if n + 1 < len(steps) else None
+        if step.results and nxt is not None:
+            lane.stages.append(Stage("results_sent", ms(nxt) or 0.0))
+        if not step.calls and first is not None and ended is not None:
+            lane.stages.append(Stage("answer", ms(first) or 0.0, ms(ended)))
+        results = {id(r.call): r for r in step.results}
+        for call in step.calls:
+            lane.calls.append(_call_lane(step.index, call, results.get(id(call)), marks, box, ms))
+        lanes.append(lane)
+        for value in (*marks.values(), *(r.timings.finished_at or 0.0 for r in step.results)):
+            end = max(end, value)
+    return Timeline(wall_clock(t0), round((end - t0) * 1000.0, 3), lanes)
+
+
+def _call_lane(
+    step: int, call: ToolCall, result: ToolResult | None, marks: Mapping[str, float], box: Any, ms: Any
+) -> CallLane:
+    m = call.metrics
+    lane = CallLane(step, call.index, call.id, call.name, call.status, result.status if result else None)
+    if m.opened_at is not None:
+        lane.stages.append(Stage("first_fragment", ms(m.opened_at)))
+        if m.arguments_complete_at is not None:
+            lane.stages.append(Stage("arguments", ms(m.opened_at), ms(m.arguments_complete_at)))
+    if m.sealed_at is not None:
+        finish = marks.get("finish")
+        early = call.status == "invalid" and (finish is None or m.sealed_at < finish)
+        lane.stages.append(
+            Stage("verdict", ms(m.sealed_at), None, f"{'early' if early else 'sealed'} {call.status}")
+        )
+    if result is None:
+        return lane
+    timings = result.timings
+    warm = box.warm_state(call.name) if box is not None and call.name else None
+    if warm is not None and timings.started_at is not None and not timings.cached:
+        lane.stages.append(Stage("warm_up", ms(warm.started_at), ms(warm.finished_at), warm.status))
+    start = timings.started_at
+    anchor = start if start is not None else marks.get("stream_end")
+    if anchor is not None and timings.validation:
+        gate_end = anchor - timings.warm if start is not None else anchor
+        lane.stages.append(Stage("gate", ms(gate_end - timings.validation), ms(gate_end)))
+    detail = " ".join(
+        w for w, on in (("eager", timings.eager), ("cached", result.cached), ("reused", result.reused)) if on
+    )
+    if start is not None:
+        lane.stages.append(Stage("execution", ms(start), ms(timings.finished_at), detail))
+    elif result.cached or result.reused:
+        at = marks.get("stream_end")
+        if at is not None:
+            lane.stages.append(Stage("execution", ms(at), ms(at), detail))
+    return lane
