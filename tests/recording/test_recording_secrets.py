@@ -211,6 +211,13 @@ def test_client_secrets_reads_the_key_and_credential_headers() -> None:
         "sessionId",
         "dsn",
         "connection_string",
+        "pem",
+        "PEM",
+        "ssh_key",
+        "signingKey",
+        "keystore",
+        "pkcs12",
+        "PRIVATE-KEY",
     ],
 )
 def test_secret_key_names(key: str) -> None:
@@ -219,7 +226,21 @@ def test_secret_key_names(key: str) -> None:
 
 @pytest.mark.parametrize(
     "key",
-    ["author", "authority", "max_tokens", "prompt_tokens", "model", "temperature", "keyword", "passage"],
+    [
+        "author",
+        "authority",
+        "max_tokens",
+        "prompt_tokens",
+        "model",
+        "temperature",
+        "keyword",
+        "passage",
+        "key",
+        "prompt_cache_key",
+        "idempotency_key",
+        "signature",
+        "sort_key",
+    ],
 )
 def test_names_that_are_not_secrets(key: str) -> None:
     assert not is_secret_key(key)

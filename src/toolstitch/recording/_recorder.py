@@ -75,11 +75,16 @@ VERSION = 1
 #: Streamed text fields followed for private keys cut over chunks (choices x calls x fields).
 _MAX_STREAMED = 4096
 _TRANSPORT_OPTIONS = ("extra_headers", "extra_query")
-# Request parameters that hold JSON schemas: their keys are parameter names (a tool may well take a
-# ``password``), not credentials, and replay checks calls against them, so they are kept as sent.
-_SCHEMA_OPTIONS = ("tools", "functions", "response_format")
+# Request parameters that hold JSON schemas (chat and Responses): inside a schema a key is a
+# parameter name (a tool may well take a ``password``), not a credential, and replay checks calls
+# against it, so each schema is kept as sent. Around the schemas these parameters are scrubbed like
+# any other: a remote MCP tool carries its ``authorization`` and ``headers`` there.
+_SCHEMA_OPTIONS = ("tools", "functions", "response_format", "text")
+# The keys under which those parameters hold a schema (``function.parameters``, ``json_schema.schema``,
+# ``text.format.schema``, an MCP tool's ``input_schema``).
+_SCHEMA_KEYS = frozenset({"parameters", "schema", "input_schema", "output_schema"})
 # The conversation is evidence (and the model saw it): only names and known secrets are masked in it.
-_CONTENT_OPTIONS = ("messages", *_SCHEMA_OPTIONS)
+_CONTENT_OPTIONS = ("messages",)
 
 
 def recording_path(directory: str | os.PathLike[str]) -> Path:
@@ -300,7 +305,7 @@ class Recorder:
                 out[key] = REDACTED
                 self._remember([value])
             elif key in _SCHEMA_OPTIONS:
-                out[key] = self._plain(value)
+                out[key] = self._scrub(self._plain(value), shapes=True, schemas=True)
             elif top and key == "extra_body" and isinstance(value, Mapping):
                 # Merged over the request by the SDK: its schema fields are schemas (the contract a
                 # replay checks against), its other fields request parameters.
@@ -318,23 +323,38 @@ class Recorder:
             self._remember_found(found)
         return data
 
-    def _scrub(self, value: Any, *, shapes: bool) -> Any:
-        """Values under credential names masked (and remembered); with ``shapes``, credential-shaped
-        text masked too, in keys as in values (and remembered: an echo of it is masked as well)."""
-        if isinstance(value, dict):
-            out: dict[str, Any] = {}
-            for k, v in value.items():
-                if is_secret_key(k):
-                    out[k] = REDACTED
-                    self._remember([v])
-                else:
-                    out[self._shapes(k) if shapes else k] = self._scrub(v, shapes=shapes)
-            return out
-        if isinstance(value, list):
-            return [self._scrub(v, shapes=shapes) for v in value]
-        if shapes and isinstance(value, str):
-            return self._shapes(value)
-        return value
+    def _scrub(self, value: Any, *, shapes: bool, schemas: bool = False) -> Any:
+        """Values under credential names masked (and remembered), at any depth; with ``shapes``,
+        credential-shaped text masked too, in keys as in values (and remembered: an echo of it is
+        masked as well). With ``schemas``, a value under a schema key (:data:`_SCHEMA_KEYS`) is
+        kept as sent. Iterative: ``plain`` bounds the depth, and no depth costs a Python frame."""
+        root: list[Any] = [None]
+        # Each task: the value to scrub, the container and the slot its result goes in.
+        work: list[tuple[Any, Any, Any]] = [(value, root, 0)]
+        while work:
+            node, parent, slot = work.pop()
+            if isinstance(node, dict):
+                out: dict[str, Any] = {}
+                parent[slot] = out
+                for k, v in node.items():
+                    if is_secret_key(k):
+                        out[k] = REDACTED
+                        self._remember([v])
+                    elif schemas and k in _SCHEMA_KEYS and isinstance(v, dict):
+                        out[k] = v
+                    else:
+                        name = self._shapes(k) if shapes else k
+                        out[name] = None
+                        work.append((v, out, name))
+            elif isinstance(node, list):
+                items: list[Any] = [None] * len(node)
+                parent[slot] = items
+                work.extend((v, items, i) for i, v in enumerate(node))
+            elif shapes and isinstance(node, str):
+                parent[slot] = self._shapes(node)
+            else:
+                parent[slot] = node
+        return root[0]
 
     def _shapes(self, text: str) -> str:
         """:func:`mask_shapes`, every credential it masks remembered as a literal secret."""

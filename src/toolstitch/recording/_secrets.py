@@ -5,9 +5,13 @@ by strangers. Three nets, each catching what the others miss:
 
 * **By name.** A value under a key that names a credential (``api_key``, ``Authorization``,
   ``auth``, ``authorization_code``, ``bearer``, ``client_secret``, ``refresh_token``,
-  ``db_password``, ``cookie``, ...) is replaced, whatever it looks like. ``max_tokens`` and other
-  names ending in ``tokens`` are counts, not credentials. Keys inside tool schemas are parameter
-  names, not credentials, and are never looked at (a tool may well take a ``password``).
+  ``db_password``, ``cookie``, ``pem``, ``private_key``, ``ssh_key``, ``keystore``, ...), in any
+  case and spelling (``privateKey``, ``PRIVATE-KEY``), is replaced at any depth, whatever it looks
+  like. ``max_tokens`` and other names ending in ``tokens`` are counts, not credentials;
+  ``prompt_cache_key`` and ``key`` alone are no credentials either. Keys inside the JSON schemas
+  of a request (a tool's ``parameters``, ``json_schema.schema``) are parameter names, not
+  credentials, and are never looked at (a tool may well take a ``password``); the rest of the
+  tools is scrubbed (a remote MCP tool carries ``authorization`` and ``headers``).
 * **By shape.** Text shaped like a credential (a PEM private key block, an ``sk-...`` key and the
   other well-known key prefixes, a ``Bearer ...`` token, a JWT, a URL or connection string with a
   password) is masked wherever the recorder looks for shapes: every request parameter but the
@@ -27,6 +31,7 @@ by strangers. Three nets, each catching what the others miss:
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -56,7 +61,58 @@ _SECRET_PART = re.compile(
 )
 # Whole words of a key name (split at punctuation and camelCase) that mean "credential"; as words
 # only, so ``author`` and ``authority`` stay readable while ``auth`` and ``x-auth-user`` do not.
-_SECRET_WORDS = frozenset({"auth", "authorization", "authentication", "oauth", "pwd", "otp", "dsn", "jwt"})
+_SECRET_WORDS = frozenset(
+    {
+        "auth",
+        "authorization",
+        "authentication",
+        "oauth",
+        "pwd",
+        "otp",
+        "dsn",
+        "jwt",
+        # key material by its container's name: a PEM text, a PKCS#12 or Java keystore, a key file
+        "pem",
+        "pkcs8",
+        "pkcs12",
+        "p12",
+        "pfx",
+        "jks",
+        "keystore",
+        "keyfile",
+        "privkey",
+        "sshkey",
+        "passcode",
+    }
+)
+# Words that make the word ``key`` after them a credential (``ssh_key``, ``signingKey``): a key of
+# a cipher, a signature or a service. ``prompt_cache_key``, ``idempotency_key`` and ``key`` alone
+# name no credential.
+_KEY_QUALIFIERS = frozenset(
+    {
+        "ssh",
+        "signing",
+        "sign",
+        "cert",
+        "certificate",
+        "tls",
+        "ssl",
+        "gpg",
+        "pgp",
+        "hmac",
+        "encryption",
+        "decryption",
+        "master",
+        "client",
+        "service",
+        "account",
+        "license",
+        "shared",
+        "deploy",
+        "webhook",
+        "jwk",
+    }
+)
 _CAMEL = re.compile(r"([a-z0-9])([A-Z])")
 _WORD = re.compile(r"[a-z0-9]+")
 
@@ -243,6 +299,8 @@ def is_secret_key(key: object) -> bool:
         return True
     words = _WORD.findall(_CAMEL.sub(r"\1 \2", key).lower())
     if any(word in _SECRET_WORDS for word in words):
+        return True
+    if any(word == "key" and before in _KEY_QUALIFIERS for before, word in itertools.pairwise(words)):
         return True
     # A name ending in "token" (singular) is a credential; "tokens" is a count.
     return bool(words) and words[-1].endswith("token")
