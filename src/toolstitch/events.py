@@ -34,6 +34,7 @@ from .loop import (
     RunFinished,
     StepFinished,
     StepStarted,
+    StreamAbandoned,
     StreamEvent,
 )
 
@@ -56,6 +57,7 @@ __all__ = [
     "RunFinished",
     "StepFinished",
     "StepStarted",
+    "StreamAbandoned",
     "StreamEnded",
     "StreamEvent",
     "ToolCallIncomplete",

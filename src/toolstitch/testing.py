@@ -435,6 +435,9 @@ class StreamScript:
     headers: Mapping[str, str] | None = None
     delays: Sequence[float] | None = None
     """Seconds to wait before each item (instead of ``delay``), e.g. a recording's own timing."""
+    first_delay: float = 0.0
+    """Seconds to wait, after the response headers, before the first write: a model's time to
+    first token (``delay`` then paces the rest)."""
     cut_after_bytes: int | None = None
     """Send the first N bytes of the body (whatever they cut: an event, a line, a character), then
     drop the connection mid-body, as a proxy's idle timeout or a lost network does."""
@@ -453,6 +456,8 @@ class StreamScript:
             raise ValueError("stall must be seconds from 0 to 3600")
         if self.delays is not None and any(not 0 <= d < 3600 for d in self.delays):
             raise ValueError("delays must be seconds from 0 to 3600")
+        if not 0 <= self.first_delay < 3600:
+            raise ValueError("first_delay must be seconds from 0 to 3600")
 
     @classmethod
     def responses(cls, events: Sequence[SSEItem], **kw: Any) -> StreamScript:
@@ -985,9 +990,13 @@ class _RequestHandler(BaseHTTPRequestHandler):
             self.send_header(name, value)
         self.end_headers()
         self.close_connection = True
+        written = 0
+        writes = script.writes()
         try:
             delays = script.delays if script.fragment is None else None
-            for n, data in enumerate(script.writes()):
+            if script.first_delay:
+                time.sleep(script.first_delay)
+            for n, data in enumerate(writes):
                 if delays is not None:
                     if n < len(delays) and delays[n]:
                         time.sleep(delays[n])
@@ -995,6 +1004,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
                     time.sleep(script.delay)
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
                 self.wfile.flush()
+                written += 1
             if script.stall:
                 self.server.owner._stopping.wait(script.stall)
             if not script.cut:
@@ -1002,6 +1012,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
                 self.wfile.flush()
         except OSError:  # the client closed the stream early; nothing left to tell it
             pass
+        finally:
+            self.server.owner._wrote(written, len(writes))
 
 
 @functools.cache
@@ -1041,6 +1053,9 @@ class LocalServer:
         reads the function calls of one from here."""
         self.requests: list[dict[str, Any]] = []
         self.request_headers: list[dict[str, str]] = []
+        self.streamed: list[tuple[int, int]] = []
+        """Per stream served, in order: ``(writes sent, writes scripted)``; fewer were sent when the
+        client closed the stream early (what a closed stream saved the "model")."""
         self.retrieves: list[dict[str, Any]] = []
         """Every ``GET /responses/{id}`` in order: ``id``, ``stream`` and ``starting_after`` (the
         query's text, or None)."""
@@ -1156,6 +1171,10 @@ class LocalServer:
     def _record_retrieve(self, request: dict[str, Any]) -> None:
         with self._lock:
             self.retrieves.append(request)
+
+    def _wrote(self, sent: int, scripted: int) -> None:
+        with self._lock:
+            self.streamed.append((sent, scripted))
 
     def _record(self, body: dict[str, Any], headers: dict[str, str]) -> None:
         with self._lock:

@@ -75,10 +75,12 @@ from ..client import WrappedClient, aresume, resume, wrap
 from ..core import (
     Accumulator,
     Anomaly,
+    ArgumentsMalformed,
     ChoiceFinished,
     Event,
     ResponseAccumulator,
     ToolCall,
+    ToolCallInvalid,
     ToolCallStarted,
     now,
     parse_arguments,
@@ -142,6 +144,7 @@ __all__ = [
     "StepFinished",
     "StepStarted",
     "StepTimings",
+    "StreamAbandoned",
     "arun",
     "run",
 ]
@@ -228,6 +231,10 @@ class Step:
     results: list[ToolResult]
     timings: StepTimings
     anomalies: list[Anomaly] = field(default_factory=list)
+    correction: str | None = None
+    """``fail_fast``: the step's stream was closed early because a call was refused while it
+    streamed; this is what the next request told the model (the step has no completion, and its
+    answer is not in the history)."""
     marks: dict[str, float] = field(default_factory=dict)
     """The step's instants (``time.monotonic()``): ``request_sent``, ``first_chunk``, ``finish``
     (the choice's ``finish_reason``), ``stream_end``, ``results_ready``; the timeline's source."""
@@ -330,6 +337,17 @@ class CallDispatched:
 
 
 @dataclass(frozen=True, slots=True)
+class StreamAbandoned:
+    """``fail_fast``: ``call`` was refused while the model was still writing it (``reason``); the
+    stream was closed and the next request tells the model ``correction``."""
+
+    step: int
+    call: ToolCall
+    reason: str
+    correction: str
+
+
+@dataclass(frozen=True, slots=True)
 class CallAwaitingApproval:
     """A call needs approval and the toolbox has no callback: it waits for ``run(approvals=...)``.
 
@@ -365,6 +383,7 @@ RunEvent = (
     | StreamEvent
     | ResponseReceived
     | CallDispatched
+    | StreamAbandoned
     | CallAwaitingApproval
     | CallFinished
     | StepFinished
@@ -443,6 +462,7 @@ class _RunOptions:
     create_kwargs: dict[str, Any]
     api: API = "chat"
     input: Any = None
+    fail_fast: bool = False
 
     @classmethod
     def of(cls, arguments: Mapping[str, Any]) -> _RunOptions:
@@ -500,6 +520,9 @@ class _Loop:
         self.policy = retry if retry is not None else RetryPolicy()
         self.max_corrections = max_corrections
         self.eager = eager and any(t.eager for t in toolbox)
+        self.fail_fast = options.fail_fast
+        self.correction: str | None = None
+        """What the next request tells the model about a call refused while it streamed."""
         self.on_event = options.on_event
         # ``arun_events`` (loop/_pull.py) gives its on_event a ``pace()`` coroutine: the async twin
         # awaits it after each stream event, so its reader sees each event before the next is read.
@@ -539,8 +562,9 @@ class _Loop:
         """The next request's keyword arguments, checked: :class:`~toolstitch.errors.RequestError`
         (before anything is sent) when ``validate_request`` finds an error in them."""
         kwargs = dict(self.create_kwargs)
+        correction, self.correction = self.correction, None
         if self.responses:
-            kwargs["input"] = list(self.history)
+            kwargs["input"] = _corrected(list(self.history), correction, True)
             if self.definitions:
                 kwargs["tools"] = [_flat_tool(t) for t in self.definitions]
             if kwargs.get("store") is False:
@@ -550,7 +574,7 @@ class _Loop:
                 raise RequestError(problems)
             kwargs["stream"] = True
             return kwargs
-        kwargs["messages"] = list(self.history)
+        kwargs["messages"] = _corrected(list(self.history), correction, False)
         if self.definitions:  # tools: [] is rejected (H16): omit the key instead
             kwargs["tools"] = self.definitions
         problems = validate_request(kwargs, dialect=self.dialect)
@@ -768,8 +792,9 @@ class _Loop:
         timings: StepTimings,
         anomalies: list[Anomaly],
         marks: dict[str, float] | None = None,
+        correction: str | None = None,
     ) -> Step:
-        step = Step(index, completion, calls, results, timings, anomalies, dict(marks or {}))
+        step = Step(index, completion, calls, results, timings, anomalies, correction, dict(marks or {}))
         self.steps.append(step)
         self.emit(StepFinished(step))
         return step
@@ -937,6 +962,7 @@ class _Turn:
         """A background response of this step that a previous process recorded: the first attempt
         resumes it (``ts.resume``) instead of sending the request again."""
         self.marks: dict[str, float] = {}  # the step's instants (``Step.marks``)
+        self.abandoned: tuple[ToolCall, str] | None = None  # fail_fast: the call refused mid-stream
 
     def retrying_kwargs(self) -> dict[str, Any]:
         """The arguments of ``tenacity.Retrying``/``AsyncRetrying`` (the async twin adds ``sleep``)."""
@@ -1001,7 +1027,54 @@ class _Turn:
         self.observer(event)  # telemetry and anomaly logs
         if loop.on_event is not None:
             loop.emit(StreamEvent(self.index, event))
+        if loop.fail_fast:
+            self.check_refused(event)
         self.dispatch_eager(start)
+
+    def check_refused(self, event: Event) -> None:
+        """``fail_fast``: note a call of choice 0 that turned invalid (or can no longer become valid)
+        before its choice finished; the twin then stops reading and ``abandon`` closes the step.
+        Any such event counts, so a core that refuses earlier needs no change here."""
+        if self.abandoned is not None or "finish" in self.marks:
+            return
+        if isinstance(event, ToolCallInvalid):
+            call, reason = event.call, _text_of(event.error)
+        elif isinstance(event, ArgumentsMalformed):
+            at = "" if event.position is None else f" (at character {event.position})"
+            call, reason = event.call, f"the arguments are not valid JSON: {event.reason}{at}"
+        else:
+            return
+        if call.choice == 0:
+            self.abandoned = (call, reason)
+
+    def abandon(self) -> StopReason | None:
+        """``fail_fast``: the stream was closed because a call was refused while it streamed. The
+        step ends without a completion (nothing joins the history), the next request tells the model
+        what was wrong, and the tool spends a corrective round: ``"max_corrections"`` when it is out
+        of them."""
+        loop, timings = self.loop, self.timings
+        assert self.abandoned is not None
+        call, reason = self.abandoned
+        for handle in self.early.values():
+            handle.cancel()
+        self.early.clear()
+        self.t_end = now()
+        self.marks["stream_end"] = self.t_end
+        acc = self.stream.accumulator
+        if acc.metrics.first_chunk_at is not None:
+            self.marks["first_chunk"] = acc.metrics.first_chunk_at
+            timings.first_chunk = acc.metrics.first_chunk_at - self.t_request
+        timings.streaming = self.t_end - self.t_request
+        timings.total = now() - self.t_step
+        self.observer.finished(acc.metrics.first_chunk_at, None)
+        correction = _correction_text(call, reason)
+        loop.correction = correction
+        loop.emit(StreamAbandoned(self.index, call, reason, correction))
+        calls = list(acc.tool_calls)
+        loop.finish_step(self.index, None, calls, [], timings, list(acc.anomalies), self.marks, correction)
+        name = call.name or "(no name)"
+        loop.corrections[name] += 1
+        return "max_corrections" if loop.corrections[name] > loop.max_corrections else None
 
     def dispatch_eager(self, start: Callable[[Toolbox, ToolCall, Admission], Started]) -> None:
         """When a call's arguments became complete (``eager``): start, with ``start_early``/
@@ -1173,6 +1246,42 @@ def stage_events(timeline: Timeline) -> None:
                 stage_event({**where, **s.as_dict()}, origin + s.start / 1000.0)
 
 
+def _text_of(error: BaseException) -> str:
+    try:
+        return str(error)
+    except Exception:  # a hostile __str__
+        return type(error).__name__
+
+
+def _correction_text(call: ToolCall, reason: str) -> str:
+    """What the model reads after ``fail_fast`` closed its answer: the tool, the reason (which
+    names the argument when the check does), and what to do."""
+    name = call.name if isinstance(call.name, str) and call.name else "a tool"
+    reason = reason if len(reason) <= 500 else reason[:499] + "…"
+    return (
+        f"Your previous answer was stopped while you were writing the call to {name}: it was refused "
+        f"because {reason}. It was not run. Write the call to {name} again with valid arguments."
+    )
+
+
+def _corrected(history: list[Any], correction: str | None, responses: bool) -> list[Any]:
+    """The next request's history with ``correction`` in a form every server accepts: added to the
+    text of the last message when it is a user or tool message (a second user message in a row,
+    or one right after a tool message, is refused by some servers: H37, H41), else as a user
+    message. The stored history is left as it is."""
+    if correction is None:
+        return history
+    last = _plain(history[-1]) if history else {}
+    key = "output" if responses and last.get("type") == "function_call_output" else "content"
+    role_ok = last.get("role") in ("user", "tool") or key == "output"
+    value = last.get(key)
+    if role_ok and isinstance(value, str):
+        return [*history[:-1], {**last, key: f"{value}\n\n{correction}" if value else correction}]
+    if role_ok and isinstance(value, list) and not responses:
+        return [*history[:-1], {**last, key: [*value, {"type": "text", "text": correction}]}]
+    return [*history, {"role": "user", "content": correction}]
+
+
 def _plain(value: Any) -> dict[str, Any]:
     """A message or call as a dict; anything that is not one (hostile history entries) is ``{}``."""
     # Not history's to_plain (nor recording's plain): the loop reads a few top-level keys of history
@@ -1263,6 +1372,7 @@ def run(
     error_message: ErrorMessage | None = None,
     api: API = "chat",
     input: Any = None,
+    fail_fast: bool = False,
     **create_kwargs: Any,
 ) -> RunResult:
     """Run the tool loop with a sync client (``openai.OpenAI`` or a ``ts.wrap``-ped one).
@@ -1278,6 +1388,11 @@ def run(
 
     ``eager`` (default True) starts calls to ``read_only`` tools while the model is still writing
     the rest of its answer (see the module docs); ``eager=False`` waits for the seal.
+
+    ``fail_fast=True``: when a call is refused while the model is still writing it (it can no
+    longer become valid), the stream is closed at once and the model is asked again, told which
+    call was refused and why; the abandoned answer never enters the history, and each such retry
+    is a step (``max_steps``) and a corrective round of that tool (``max_corrections``).
 
     ``max_steps`` counts requests to the model; resuming the unanswered calls of ``messages`` (see the
     module docs) is an extra step 0 with no request.
@@ -1327,13 +1442,19 @@ def _step(loop: _Loop, wrapped: Any, model: str, index: int) -> StopReason | Non
                 with stream, turn.reading():
                     for event in stream.events():
                         turn.streamed(event, start_early)
-                    if loop.responses:
+                        if turn.abandoned is not None:
+                            break  # fail_fast: leaving the block closes the stream at once
+                    if turn.abandoned is not None:
+                        pass
+                    elif loop.responses:
                         turn.completion = stream.get_final_response()
                     else:
                         turn.completion = stream.get_final_completion()
             except BaseException as exc:
                 turn.attempt_failed(exc)
                 raise
+    if turn.abandoned is not None:
+        return turn.abandon()
     stop = turn.received()
     if stop is not None:
         return stop
@@ -1390,13 +1511,19 @@ async def _astep(loop: _Loop, wrapped: Any, model: str, index: int) -> StopReaso
                             turn.streamed(event, astart_early)
                             if loop.pace is not None:
                                 await loop.pace()
-                    if loop.responses:
+                            if turn.abandoned is not None:
+                                break  # fail_fast: leaving the block closes the stream at once
+                    if turn.abandoned is not None:
+                        pass
+                    elif loop.responses:
                         turn.completion = await stream.get_final_response()
                     else:
                         turn.completion = await stream.get_final_completion()
             except BaseException as exc:
                 turn.attempt_failed(exc)
                 raise
+    if turn.abandoned is not None:
+        return turn.abandon()
     stop = turn.received()
     if stop is not None:
         return stop

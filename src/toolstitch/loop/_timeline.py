@@ -10,7 +10,8 @@ waterfall (:meth:`Timeline.to_html`, ``loop/_waterfall.py``) and as OpenTelemetr
 (``toolstitch.stage``, one per stage, stamped with the stage's own start time).
 
 Stage names: per step ``request`` (sent → first chunk), ``stream`` (first chunk → end),
-``results_sent`` (the next request, carrying the results), ``answer`` (the last step's text);
+``results_sent`` (the next request, carrying the results), ``answer`` (the last step's text),
+``abandoned`` (``fail_fast`` closed the stream);
 per call ``first_fragment``, ``arguments`` (first fragment → complete JSON), ``verdict``
 (``detail``: ``sealed`` or ``early``, and the status), ``warm_up``, ``gate``, ``execution``
 (``detail``: ``eager``, ``cached``, ``reused`` when so).
@@ -218,6 +219,8 @@ def build_timeline(steps: Sequence[Step], t0: float, box: Toolbox | None) -> Tim
         nxt = steps[n + 1].marks.get("request_sent") if n + 1 < len(steps) else None
         if step.results and nxt is not None:
             lane.stages.append(Stage("results_sent", ms(nxt) or 0.0))
+        if step.correction is not None and ended is not None:
+            lane.stages.append(Stage("abandoned", ms(ended) or 0.0, None, "fail_fast"))
         if not step.calls and first is not None and ended is not None:
             lane.stages.append(Stage("answer", ms(first) or 0.0, ms(ended)))
         results = {id(r.call): r for r in step.results}

@@ -21,6 +21,7 @@ COLOURS = {
     "stream": "#4c78a8",
     "answer": "#54a24b",
     "results_sent": "#222222",
+    "abandoned": "#d62728",
     "first_fragment": "#222222",
     "arguments": "#72b7b2",
     "verdict": "#e45756",
