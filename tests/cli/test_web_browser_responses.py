@@ -18,6 +18,8 @@ from collections.abc import Iterator
 
 import pytest
 
+pytest.importorskip("openai.types.responses", reason="this openai release has no Responses API")
+
 from tests.browser import Watched, browser_context, watched  # noqa: F401 (fixtures)
 from tests.cli.test_web_browser import city_shown, run_conversation
 from tests.conftest import ROOT

@@ -11,12 +11,18 @@ that came with a call.
 
 from __future__ import annotations
 
+import importlib.util
 from typing import Any
 
 import pytest
 
 import toolstitch as ts
 from toolstitch.testing import LocalServer, StreamScript, response_events
+
+RESPONSES_API = pytest.mark.skipif(
+    importlib.util.find_spec("openai.types.responses") is None,
+    reason="this openai release has no Responses API",
+)
 
 USER = {"role": "user", "content": "weather and time?"}
 R1 = {"id": "rs_1", "type": "reasoning", "summary": [], "encrypted_content": "gAAA1"}
@@ -89,6 +95,7 @@ def test_a_repeated_call_is_still_a_repeat() -> None:
     assert rules([USER, R1, call(1), call(1), output(1)], previous=PREVIOUS)[0] == ("R04", 3)
 
 
+@RESPONSES_API
 def test_the_builders_keep_the_reasoning_a_call_came_with(server: LocalServer) -> None:
     events = response_events([("call_1", "f", "{}")], text="Looking.", reasoning="One call.")
     server.enqueue(StreamScript.responses(events))

@@ -9,6 +9,7 @@ answered as a refused call.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import threading
 from collections.abc import Iterator
 
@@ -19,6 +20,11 @@ from tests.tools._support import text_reply, user
 from toolstitch.events import CallDispatched, CallFinished, RunEvent
 from toolstitch.testing import LocalServer, StreamScript, chunk, response_events, tool_call_chunks
 from toolstitch.tools import CancelToken, Toolbox, tool
+
+RESPONSES_API = pytest.mark.skipif(
+    importlib.util.find_spec("openai.types.responses") is None,
+    reason="this openai release has no Responses API",
+)
 
 HANDSHAKE = 10.0
 tokens: list[CancelToken] = []
@@ -150,6 +156,7 @@ def test_eager_false_on_the_run_waits_for_the_seal(server: LocalServer, box: Too
     assert dispatched(events) == [("lookup", False, "ready"), ("book", False, "ready")]
 
 
+@RESPONSES_API
 def test_eager_is_the_default_over_the_responses_api(server: LocalServer, box: Toolbox) -> None:
     server.check_history = True
     server.enqueue(
