@@ -19,9 +19,9 @@ import pytest
 pytest.importorskip("openai.types.responses", reason="this openai release has no Responses API")
 
 import toolstitch as ts
-from toolstitch.errors import ApprovalError
+from toolstitch.errors import ApprovalError, UnsafeToolCallError
 from toolstitch.loop import RetryPolicy
-from toolstitch.testing import LocalServer, StreamScript, response_events
+from toolstitch.testing import LocalServer, StreamScript, chunk, response_events, tool_call_chunks
 from toolstitch.tools import Toolbox, tool
 
 FAST = RetryPolicy(attempts=3, initial=0.0, maximum=0.0, jitter=0.0)
@@ -225,3 +225,104 @@ async def test_execute_approves_nothing_when_the_ledger_cannot_be_read(
     ledger.broken = True
     (result,) = await _execute(asynchronous, [call], ledger=ledger, approvals={"call_1": True})
     assert result.status == "refused" and ran == []
+
+
+# --------------------------------------- 4 (part): ts.run over a client wrapped with guard=True
+
+
+@tool(read_only=True, eager=True)
+def lookup(q: str) -> str:
+    """Look something up (read-only: dispatched as soon as its call is ready)."""
+    ran.append(("lookup", q))
+    return f"found {q}"
+
+
+GUARDED_BOX = Toolbox([get_weather, lookup])
+
+
+def _chat_turn(*calls: tuple[str, str, str]) -> StreamScript:
+    return StreamScript(tool_call_chunks(list(calls)))
+
+
+def _text_turn(text: str) -> StreamScript:
+    return StreamScript([chunk(delta={"role": "assistant", "content": text}), chunk(finish_reason="stop")])
+
+
+TRUNCATED = ("call_1", "get_weather", '{"city": "Par')
+WHOLE = ("call_2", "get_weather", '{"city": "Paris"}')
+
+
+def _run(asynchronous: bool, server: LocalServer, **options: Any) -> Any:
+    events: list[Any] = []
+    options.setdefault("retry", FAST)
+    options.setdefault("on_event", events.append)
+    if asynchronous:
+        client: Any = ts.wrap(server.async_client(), guard=True)
+        return ts.arun(client, model="m", **options), events
+    return ts.run(ts.wrap(server.client(), guard=True), model="m", **options), events
+
+
+async def _result(asynchronous: bool, server: LocalServer, **options: Any) -> tuple[Any, list[Any]]:
+    outcome, events = _run(asynchronous, server, **options)
+    return (await outcome if asynchronous else outcome), events
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+async def test_a_guarded_run_stops_at_an_unsafe_choice_with_nothing_run_and_no_second_request(
+    server: LocalServer, asynchronous: bool
+) -> None:
+    """The answer was complete (and unsafe): asking again would hide it, so the loop does not retry."""
+    server.enqueue(_chat_turn(TRUNCATED), _chat_turn(WHOLE))
+    with pytest.raises(UnsafeToolCallError):
+        await _result(asynchronous, server, messages=[_user()], toolbox=GUARDED_BOX)
+    assert ran == [] and len(server.requests) == 1
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+async def test_a_guarded_run_dispatches_nothing_of_a_choice_before_it_finished(
+    server: LocalServer, asynchronous: bool
+) -> None:
+    """A ready read-only ``eager`` call beside one cut short: the guard refuses the choice, so the
+    eager call must not have started while the stream flowed (it did: the guard's promise broken)."""
+    eager = ("call_1", "lookup", '{"q": "a"}')
+    server.enqueue(StreamScript(tool_call_chunks([eager, TRUNCATED], interleave=False)))
+    with pytest.raises(UnsafeToolCallError):
+        await _result(asynchronous, server, messages=[_user()], toolbox=GUARDED_BOX)
+    assert ran == []
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+async def test_a_guarded_run_runs_a_safe_choice_after_its_finish_and_retries_a_dropped_stream(
+    server: LocalServer, asynchronous: bool
+) -> None:
+    """The loop's own retries over a guarded client: a connection dropped mid-stream is asked again;
+    the safe answer passes the guard and each call runs once (the eager one too, after the finish)."""
+    eager = ("call_1", "lookup", '{"q": "a"}')
+    safe = tool_call_chunks([eager, WHOLE])
+    server.enqueue(StreamScript(safe, cut_after=3), StreamScript(safe), _text_turn("Done."))
+    result, events = await _result(asynchronous, server, messages=[_user()], toolbox=GUARDED_BOX)
+    assert sorted(ran) == [("get_weather", "Paris"), ("lookup", "a")]
+    assert [type(e).__name__ for e in events if type(e).__name__ == "RequestRetried"] == ["RequestRetried"]
+    assert [e.eager for e in events if type(e).__name__ == "CallDispatched"] == [False, False]
+    assert result.stop_reason == "done" and ts.validate_history(result.messages) == []
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+async def test_a_guarded_responses_run_stops_at_an_unsafe_response_and_runs_a_safe_one(
+    server: LocalServer, asynchronous: bool
+) -> None:
+    server.check_history = True
+    server.enqueue(StreamScript.responses(response_events([TRUNCATED])))
+    with pytest.raises(UnsafeToolCallError):
+        await _result(asynchronous, server, input="Weather?", toolbox=GUARDED_BOX, api="responses")
+    assert ran == [] and len(server.requests) == 1
+    server.enqueue(
+        StreamScript.responses(response_events([("call_1", "lookup", '{"q": "a"}'), WHOLE], id="resp_2")),
+        StreamScript.responses(response_events(text="21 degrees.", id="resp_3")),
+    )
+    result, events = await _result(
+        asynchronous, server, input="Weather?", toolbox=GUARDED_BOX, api="responses"
+    )
+    assert sorted(ran) == [("get_weather", "Paris"), ("lookup", "a")]
+    assert [e.eager for e in events if type(e).__name__ == "CallDispatched"] == [False, False]
+    assert result.output_text == "21 degrees." and ts.validate_input(result.input) == []

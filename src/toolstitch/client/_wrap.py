@@ -405,6 +405,12 @@ class WrappedClient(Proxy):
         return self._target
 
     @property
+    def guarded(self) -> bool:
+        """Wrapped with ``guard=True``: its streams raise ``UnsafeToolCallError`` in place of the
+        finish of a choice holding a call that is not ready (``ts.run`` then dispatches nothing early)."""
+        return bool(self._opts.guard)
+
+    @property
     def with_raw_response(self) -> Any:
         return _RawClient(self._target.with_raw_response, self._opts)
 

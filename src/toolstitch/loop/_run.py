@@ -585,6 +585,14 @@ class _Loop:
 
     # -- eager dispatch ------------------------------------------------------------------------
 
+    def over(self, client: WrappedClient) -> None:
+        """The loop runs over ``client``. A client wrapped with ``guard=True`` promises that no call
+        of a choice runs unless every call of it is ready when it finishes, so nothing is dispatched
+        before its choice finished (no eager dispatch): an unsafe choice then raises
+        ``UnsafeToolCallError`` with none of its calls run. It is not retried: the answer was complete."""
+        if client.guarded:
+            self.eager = False
+
     def eager_candidate(self, call: ToolCall, seen: set[int]) -> Admission | None:
         """An admission for a call whose arguments just became complete, if it may start now."""
         if id(call) in seen or call.status != "open" or not call.scanner.complete:
@@ -1410,6 +1418,7 @@ def run(
     options = _RunOptions.of(locals())
     wrapped = _wrapped(client, want_async=False, api=options.api)
     loop = _Loop(options)
+    loop.over(wrapped)
     now_, waiting = loop.plan_resume(loop.pending())
     if now_ or waiting:
         _resume(loop, now_, bool(waiting))
@@ -1476,6 +1485,7 @@ async def arun(client: Any, **options: Any) -> RunResult:
     opts = _RunOptions.of(bound(run, client, **options))
     wrapped = _wrapped(client, want_async=True, api=opts.api)
     loop = _Loop(opts)
+    loop.over(wrapped)
     now_, waiting = await loop.ledger._io(loop.plan_resume, loop.pending())
     if now_ or waiting:
         await _aresume(loop, now_, bool(waiting))
