@@ -400,3 +400,33 @@ def test_a_retrieve_stream_that_sends_events_forever_ends_at_the_deadline(server
     assert caught.value is stream.resumes[0].error
     assert stream.tool_calls[0].status == "invalid"
     assert len(server.retrieves) == 1
+
+
+@needs_resume
+@pytest.mark.parametrize("retrieve", ["honest", "404"])
+def test_a_stream_that_ends_before_the_final_event_is_resumed_too(server: LocalServer, retrieve: str) -> None:
+    """A body that ends cleanly mid-response (a close-delimited body, a proxy) is a drop too: OpenAI
+    ends every stream with a final event. When no resume brings the rest, it ends as it did."""
+    server.enqueue(StreamScript.responses(EVENTS[: CALL_1 + 2]))
+    server.enqueue_retrieve(
+        StreamScript.responses(EVENTS[CALL_1 + 2 :]) if retrieve == "honest" else ts_error(404)
+    )
+    stream = create(ts.wrap(server.client(), resume=FAST), background=True)
+    numbers = [e.sequence_number for e in stream]  # no error either way
+    assert len(server.retrieves) == 1
+    if retrieve == "honest":
+        assert numbers == list(range(len(EVENTS)))
+        assert [c.status for c in stream.tool_calls] == ["ready", "ready"]
+        assert [type(r.error).__name__ for r in stream.resumes] == ["EndedEarly"]
+    else:
+        assert numbers == list(range(CALL_1 + 2))
+        assert {c.status for c in stream.tool_calls} == {"incomplete"}
+
+
+@needs_resume
+async def test_the_async_twin_resumes_a_stream_that_ended_early(server: LocalServer) -> None:
+    server.enqueue(StreamScript.responses(EVENTS[: CALL_1 + 2]))
+    server.enqueue_retrieve(StreamScript.responses(EVENTS[CALL_1 + 2 :]))
+    stream = await create(ts.wrap(server.async_client(), resume=FAST), background=True)
+    assert [e.sequence_number async for e in stream] == list(range(len(EVENTS)))
+    assert [c.status for c in stream.tool_calls] == ["ready", "ready"]

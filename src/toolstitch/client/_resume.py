@@ -176,6 +176,14 @@ def is_cut(error: BaseException, stream: Any = None) -> bool:
     return isinstance(as_sdk_error(error, stream), openai.APIConnectionError)
 
 
+class EndedEarly(ConnectionError):
+    """What a :class:`Resume` names when the stream ended without an error before the response's
+    final event (never raised to the caller: such a stream, not resumed, ends as it did)."""
+
+    def __init__(self) -> None:
+        super().__init__("the stream ended before the response's final event")
+
+
 def _worth_another(error: BaseException) -> bool:
     """A retrieve request that failed in a way another one may not: a cut, 408/409/429/5xx."""
     if isinstance(error, openai.APIStatusError):
@@ -197,6 +205,8 @@ class Resumption:
     resumed: bool = False
     """A resume happened: from now on numbers are held to the last one."""
     resumes: list[Resume] = field(default_factory=list)
+    final_seen: bool = False
+    """The response's final event arrived (on any of the streams)."""
     finished: bool = False
     """The response's final event was yielded: nothing after it is read."""
     stopped: bool = False
@@ -261,8 +271,9 @@ class Resumption:
                 self.last = number
                 self.idle = 0
             self._keep(number, event)
-        if self.resumed and _type(event) in _FINAL:
-            self.finished = True
+        if _type(event) in _FINAL:
+            self.final_seen = True
+            self.finished = self.resumed  # a resumed stream is not read past its final event
         return True
 
     def _refuse(self, reason: str, code: str) -> None:
@@ -274,15 +285,22 @@ class Resumption:
         if len(self._order) > _WINDOW:
             self._kept.pop(self._order.popleft(), None)
 
-    def resumable(self, error: BaseException, stream: Any) -> bool:
-        """The stream broke where a resume can pick it up."""
+    def ended_early(self) -> bool:
+        """The stream ended cleanly before the response's final event: a connection closed where
+        the body's end cannot be told from a drop (a close-delimited body, a proxy); OpenAI ends
+        every stream with a final event, so a resume picks it up as it does a drop."""
+        return not self.final_seen and self.resumable(None, None)
+
+    def resumable(self, error: BaseException | None, stream: Any) -> bool:
+        """The stream broke (``error``: None for a stream that ended early) where a resume can
+        pick it up."""
         return (
             self.numbered
             and not self.stopped
             and bool(self.response_id)
             and self.last is not None
             and self.accumulator.status is None
-            and is_cut(error, stream)
+            and (error is None or is_cut(error, stream))
         )
 
     def cut(self, error: BaseException) -> Resume:
@@ -387,18 +405,26 @@ class ResumingSource:
                     self.close()
                 if state.stopped and state.resumes:
                     raise state.resumes[-1].error  # the cut was not recovered
-                return
             except Exception as exc:
                 if self.policy is None or state.stopped or not state.resumable(exc, self._current):
                     raise
                 source, pending = self._resume(exc, self.policy)
+                continue
+            if self.policy is None or state.finished or state.stopped or not state.ended_early():
+                return
+            resumed = self._resume(EndedEarly(), self.policy, quiet=True)
+            if resumed is None:
+                return  # it ends as it did: without the final event, its calls incomplete
+            source, pending = resumed
 
-    def _resume(self, error: BaseException, policy: ResumePolicy) -> tuple[Any, Any]:
+    def _resume(self, error: BaseException, policy: ResumePolicy, quiet: bool = False) -> Any:
         """Open the retrieve stream and read its first event, with bounded attempts; the error that
         cut the stream when every attempt fails."""
         state = self.state
         record = state.cut(error)
         if state.idle >= policy.attempts or self._expired(policy):
+            if quiet:
+                return None
             raise error  # no progress since the last resume's attempts, or out of time
         if self._started is None:
             self._started = time.monotonic()
@@ -424,6 +450,8 @@ class ResumingSource:
         except Exception as exc:
             record.failure = exc
         if record.failure is not None:
+            if quiet:
+                return None  # (a stream that ended early: it ends as it did)
             raise error
         record.resumed = True
         return iterator, first
@@ -491,16 +519,24 @@ class AsyncResumingSource:
                     await self.close()
                 if state.stopped and state.resumes:
                     raise state.resumes[-1].error  # the cut was not recovered
-                return
             except Exception as exc:
                 if self.policy is None or state.stopped or not state.resumable(exc, self._current):
                     raise
                 source, pending = await self._resume(exc, self.policy)
+                continue
+            if self.policy is None or state.finished or state.stopped or not state.ended_early():
+                return
+            resumed = await self._resume(EndedEarly(), self.policy, quiet=True)
+            if resumed is None:
+                return  # it ends as it did: without the final event, its calls incomplete
+            source, pending = resumed
 
-    async def _resume(self, error: BaseException, policy: ResumePolicy) -> tuple[Any, Any]:
+    async def _resume(self, error: BaseException, policy: ResumePolicy, quiet: bool = False) -> Any:
         state = self.state
         record = state.cut(error)
         if state.idle >= policy.attempts or self._expired(policy):
+            if quiet:
+                return None
             raise error  # no progress since the last resume's attempts, or out of time
         if self._started is None:
             self._started = time.monotonic()
@@ -527,6 +563,8 @@ class AsyncResumingSource:
         except Exception as exc:
             record.failure = exc
         if record.failure is not None:
+            if quiet:
+                return None  # (a stream that ended early: it ends as it did)
             raise error
         record.resumed = True
         return iterator, first
