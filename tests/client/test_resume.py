@@ -417,7 +417,7 @@ def test_a_stream_that_ends_before_the_final_event_is_resumed_too(server: LocalS
     if retrieve == "honest":
         assert numbers == list(range(len(EVENTS)))
         assert [c.status for c in stream.tool_calls] == ["ready", "ready"]
-        assert [type(r.error).__name__ for r in stream.resumes] == ["EndedEarly"]
+        assert [type(r.error).__name__ for r in stream.resumes] == ["ConnectionError"]
     else:
         assert numbers == list(range(CALL_1 + 2))
         assert {c.status for c in stream.tool_calls} == {"incomplete"}

@@ -176,12 +176,10 @@ def is_cut(error: BaseException, stream: Any = None) -> bool:
     return isinstance(as_sdk_error(error, stream), openai.APIConnectionError)
 
 
-class EndedEarly(ConnectionError):
+def ended_early() -> ConnectionError:
     """What a :class:`Resume` names when the stream ended without an error before the response's
     final event (never raised to the caller: such a stream, not resumed, ends as it did)."""
-
-    def __init__(self) -> None:
-        super().__init__("the stream ended before the response's final event")
+    return ConnectionError("the stream ended before the response's final event")
 
 
 def _worth_another(error: BaseException) -> bool:
@@ -412,7 +410,7 @@ class ResumingSource:
                 continue
             if self.policy is None or state.finished or state.stopped or not state.ended_early():
                 return
-            resumed = self._resume(EndedEarly(), self.policy, quiet=True)
+            resumed = self._resume(ended_early(), self.policy, quiet=True)
             if resumed is None:
                 return  # it ends as it did: without the final event, its calls incomplete
             source, pending = resumed
@@ -526,7 +524,7 @@ class AsyncResumingSource:
                 continue
             if self.policy is None or state.finished or state.stopped or not state.ended_early():
                 return
-            resumed = await self._resume(EndedEarly(), self.policy, quiet=True)
+            resumed = await self._resume(ended_early(), self.policy, quiet=True)
             if resumed is None:
                 return  # it ends as it did: without the final event, its calls incomplete
             source, pending = resumed
