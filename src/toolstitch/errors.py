@@ -21,6 +21,7 @@ The hierarchy::
     │   ├── UnsafeToolCallError (also openai.APIError)  guard=True: a choice finished with a call not ready
     │   └── ToolCallError                why a call is ``invalid``/``incomplete`` (``call.error``)
     │       ├── MalformedArguments       not valid JSON
+    │       │   └── TransitionRefused    an event its state does not allow (text after a statement, …)
     │       ├── ArgumentsNotAnObject     valid JSON, not an object
     │       ├── EmptyArguments           ``""``: never read as ``{}``
     │       ├── MissingName              sealed without a function name
@@ -87,6 +88,7 @@ __all__ = [
     "ToolCallError",
     "ToolError",
     "ToolstitchError",
+    "TransitionRefused",
     "UnknownTool",
     "UnsafeToolCallError",
     "UnstitchedStreamWarning",
@@ -183,6 +185,15 @@ class LateFragment(ToolCallError):
     """A non-empty fragment arrived for a call that was already sealed; the call was not changed."""
 
     code = "late_fragment"
+
+
+class TransitionRefused(MalformedArguments):
+    """Something happened to the call that its state does not allow (the owner's table in
+    ``core/_call.py``): text after its whole text was stated, a statement that disagrees with what
+    streamed, an event the table has no entry for. The call is refused, never changed. A kind of
+    :class:`MalformedArguments`: what would run is not certainly what the server meant."""
+
+    code = "transition_refused"
 
 
 class ContractViolation(ToolCallError):

@@ -1,27 +1,63 @@
-"""``core._call``: the call buffer and its state machine, and what users may do with a call."""
+"""``core._call``: the owner of a call's life (its table of states and events), the call buffer,
+and what users may do with a call."""
 
 from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 import toolstitch as ts
-from toolstitch.core._call import ToolCall, has_lone_surrogate, parse_arguments, text_size
+from toolstitch.core._call import (
+    EVENTS,
+    TRANSITIONS,
+    CallOwner,
+    ToolCall,
+    has_lone_surrogate,
+    parse_arguments,
+    text_size,
+)
 from toolstitch.core._limits import Limits
+from toolstitch.core._seal import CallChecks
+
+CHECKS = CallChecks(None)
 
 
-def new(limits: Limits | None = None, clock: float = 0.0) -> ToolCall:
-    call = ToolCall(0, 0, 0, limits or Limits(), lambda: clock)
-    call._name = "f"
-    return call
+class Life:
+    """One call and its owner, driven through the owner's events as a reader would."""
+
+    def __init__(self, limits: Limits | None = None, clock: float = 0.0, name: str | None = "f") -> None:
+        self.owner = CallOwner(limits or Limits(), lambda: clock)
+        self.call = self.owner.open(0, 0, 0, clock)
+        self.notes: list[Any] = []
+        self.events: list[Any] = []
+        self.owner.take(
+            self.call, name=name, type="function", opening=True, notes=self.notes, events=self.events
+        )
+
+    def append(self, text: str) -> ToolCall:
+        self.owner.take(self.call, text=text, notes=self.notes, events=self.events)
+        return self.call
+
+    def state(self, text: str | None) -> ToolCall:
+        self.owner.state(self.call, text=text, where="a statement", notes=self.notes, events=self.events)
+        return self.call
+
+    def seal(self, t: float = 0.0) -> ToolCall:
+        self.owner.seal(self.call, t, CHECKS, True, self.notes)
+        return self.call
 
 
 def test_open_then_ready() -> None:
-    call = new(clock=2.0)
-    assert call._append('{"a": ', 6) and call._append("1}", 2)
+    life = Life(clock=2.0)
+    call = life.append('{"a": ')
+    life.append("1}")
     assert call.status == "open" and not call.sealed
     # Scanned when asked (rule 2), and timed then: the clock the call was given says 2.0.
     assert call.scanner.complete and call.metrics.arguments_complete_at == 2.0
-    call._seal(3.0, empty_as_object=False)
+    life.seal(3.0)
     assert call.ready and call.parsed == {"a": 1} and call.metrics.sealed_at == 3.0
 
 
@@ -36,51 +72,62 @@ def test_open_then_ready() -> None:
     ],
 )
 def test_open_then_invalid(text: str, error: type[Exception]) -> None:
-    call = new()
-    call._append(text, text_size(text))
-    call._seal(0.0, empty_as_object=False)
+    life = Life()
+    life.append(text)
+    call = life.seal()
     assert call.status == "invalid" and isinstance(call.error, error)
     assert call.arguments == text
 
 
 def test_sealing_without_a_name_is_invalid() -> None:
-    call = ToolCall(0, 0, 0, Limits())
-    call._append("{}", text_size("{}"))
-    call._seal(0.0, False)
-    assert isinstance(call.error, ts.errors.MissingName)
+    life = Life(name=None)
+    life.append("{}")
+    assert isinstance(life.seal().error, ts.errors.MissingName)
 
 
 def test_open_then_incomplete_and_sealed_calls_are_frozen() -> None:
-    call = new()
-    call._append('{"a": 1', text_size('{"a": 1'))
-    call._mark_incomplete("cut")
+    life = Life()
+    call = life.append('{"a": 1')
+    assert life.owner.end(call, "cut")
     assert call.status == "incomplete" and isinstance(call.error, ts.errors.CallIncomplete)
-    call._seal(0.0, False)
+    life.seal()
     assert call.status == "incomplete"
+    life.append("}")
+    assert call.status == "incomplete" and call.arguments == '{"a": 1'
 
 
 def test_a_late_fragment_refuses_a_ready_call_and_keeps_its_text() -> None:
-    call = new()
-    call._append("{}", text_size("{}"))
-    call._seal(0.0, False)
-    assert not call._append("x", text_size("x"))
+    life = Life()
+    life.append("{}")
+    call = life.seal()
+    life.append("x")
     assert call.arguments == "{}" and isinstance(call.error, ts.errors.LateFragment)
+    assert any(isinstance(e, ts.events.ToolCallInvalid) for e in life.events)
 
 
 def test_the_byte_limit_keeps_a_sample_only() -> None:
-    call = new(Limits(max_argument_bytes=10, sample_chars=4))
-    assert not call._append('{"a": "' + "x" * 100 + '"}', text_size('{"a": "' + "x" * 100 + '"}'))
+    life = Life(Limits(max_argument_bytes=10, sample_chars=4))
+    call = life.append('{"a": "' + "x" * 100 + '"}')
     assert call.status == "invalid" and call.arguments == '{"a"'
-    assert not call._append("more", text_size("more"))
+    life.append("more")
     assert call.arguments == '{"a"' and call.metrics.bytes > 100
 
 
-def test_a_pending_error_refuses_at_seal_even_when_the_text_parses() -> None:
-    call = new()
-    call._append("{}", text_size("{}"))
-    call._pending_error = ts.errors.MalformedArguments("contradicted")
-    call._seal(0.0, False)
-    assert call.error is call._pending_error
+def test_the_stream_budget_counts_every_call() -> None:
+    owner = CallOwner(Limits(max_stream_bytes=10), lambda: 0.0)
+    calls = [owner.open(0, i, i, 0.0) for i in range(3)]
+    for call in calls:
+        owner.take(call, text="abcd", notes=[], events=[])
+    assert [c.status for c in calls] == ["open", "open", "invalid"]
+    assert isinstance(calls[2].error, ts.errors.LimitExceeded)
+
+
+def test_a_taint_refuses_at_seal_even_when_the_text_parses() -> None:
+    life = Life()
+    life.append("{}")
+    error = ts.errors.MalformedArguments("contradicted")
+    life.owner.taint(life.call, error)
+    assert life.seal().error is error
 
 
 def test_byte_accounting_never_raises() -> None:
@@ -92,17 +139,105 @@ def test_byte_accounting_never_raises() -> None:
 
 
 def test_split_surrogate_pairs_rejoin_in_the_joined_text() -> None:
-    call = new()
-    call._append('{"e": "\ud83d', text_size('{"e": "\ud83d'))
-    call._append('\ude00"}', text_size('\ude00"}'))
+    life = Life()
+    life.append('{"e": "\ud83d')
+    call = life.append('\ude00"}')
     # The pieces are kept as received (``chars`` counts them); the text handed out rejoins the pair.
     assert call.arguments == '{"e": "😀"}' and call.chars == len(call.arguments) + 1
-    call._seal(0.0, False)
+    assert life.seal().ready
+
+
+# -- the table ------------------------------------------------------------------------------------
+
+
+def test_every_state_lists_every_event() -> None:
+    assert set(TRANSITIONS) == {"open", "stated", "ready", "invalid", "incomplete"}
+    for row in TRANSITIONS.values():
+        assert set(row) == set(EVENTS)
+
+
+@pytest.mark.parametrize("late", ["x", " ", "\n", ', "unit": "f"}'])
+def test_text_after_a_statement_refuses_the_call_whitespace_included(late: str) -> None:
+    life = Life()
+    life.append('{"city": "Paris"')
+    call = life.state('{"city": "Paris"')
+    assert call.status == "open" and call.stated
+    life.append(late)
+    assert call.status == "invalid" and isinstance(call.error, ts.errors.TransitionRefused)
+    assert call.arguments == '{"city": "Paris"'
+    life.seal()
+    assert call.status == "invalid"
+
+
+def test_a_statement_that_disagrees_refuses_and_one_that_agrees_freezes() -> None:
+    life = Life()
+    life.append('{"a": 1}')
+    call = life.state('{"a": 2}')
+    assert call.status == "invalid" and isinstance(call.error, ts.errors.TransitionRefused)
+    life = Life()
+    life.append('{"a": 1}')
+    call = life.state('{"a": 1}')
+    assert life.seal().ready
+
+
+def test_a_statement_is_adopted_only_when_nothing_streamed() -> None:
+    life = Life()
+    call = life.state('{"a": 1}')
+    assert call.arguments == '{"a": 1}' and call.stated
+    assert life.seal().ready
+    life = Life()
+    life.owner.state(life.call, text='{"a": 1}', where="w", adopt=False, notes=[], events=[])
+    assert life.call.status == "invalid"
+
+
+def test_a_statement_after_seal_is_held_to_the_sealed_text() -> None:
+    life = Life()
+    life.append('{"a": 1}')
+    call = life.seal()
+    life.state('{"a": 1}')
     assert call.ready
+    life.state('{"a": 2}')
+    assert call.status == "invalid"
+
+
+def test_a_long_id_is_kept_as_sent_and_one_past_the_bound_refuses_naming_the_id() -> None:
+    real = "call_" + "a" * 32 + "__thought__" + "x" * 5500
+    owner = CallOwner(Limits(), lambda: 0.0)
+    call = owner.open(0, 0, 0, 0.0)
+    owner.take(call, id=real, name="f", opening=True, text="{}", notes=[], events=[])
+    owner.seal(call, 0.0, CHECKS, True, [])
+    assert call.ready and call.id == real
+    owner = CallOwner(Limits(max_id_chars=100), lambda: 0.0)
+    call = owner.open(0, 0, 0, 0.0)
+    owner.take(call, id="c" * 101, name="f", opening=True, text="{}", notes=[], events=[])
+    assert call.status == "invalid" and isinstance(call.error, ts.errors.LimitExceeded)
+    assert "id" in call.error.message and "argument" not in call.error.message.split(";")[0]
+
+
+def test_no_module_but_the_owner_touches_a_calls_private_state() -> None:
+    """Rule 12: outside ``core/_call.py`` no code reads or writes a ``ToolCall``'s underscore
+    attributes (its slots and private methods); the count is 0."""
+    private = {n for n in ToolCall.__slots__} | {
+        n for n in vars(ToolCall) if n.startswith("_") and not n.startswith("__")
+    }
+    root = Path(ts.__file__).parent
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        if path == root / "core" / "_call.py":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr in private
+                and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
+            ):
+                found.append(f"{path.relative_to(root)}:{node.lineno} .{node.attr}")
+    assert found == []
 
 
 def test_users_cannot_write_a_call() -> None:
-    call = new()
+    call = Life().call
     for attr in (
         "status",
         "arguments",

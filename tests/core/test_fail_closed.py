@@ -160,17 +160,16 @@ def test_a_logprobs_value_of_the_wrong_type_keeps_the_finish_reason() -> None:
 def test_an_internal_failure_refuses_the_calls_the_chunk_touched_and_reads_the_rest(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from toolstitch.core._call import ToolCall
+    from toolstitch.core._call import TRANSITIONS
 
-    real = ToolCall._append
+    real = TRANSITIONS["open"]["fragment"]
 
-    def broken(self: Any, text: str, size: int) -> bool:
-        kept = real(self, text, size)
+    def broken(owner: Any, call: Any, text: str, *rest: Any) -> None:
+        real(owner, call, text, *rest)
         if text == "BOOM":
             raise RuntimeError("a bug after the text was appended")
-        return kept
 
-    monkeypatch.setattr(ToolCall, "_append", broken)
+    monkeypatch.setitem(TRANSITIONS["open"], "fragment", broken)
     acc = ts.Accumulator()
     acc.feed(calls(entry(0, "call_1", "f", '{"a": 1}')))
     acc.feed(calls(entry(1, "call_2", "f", '{"b": 2}')))
@@ -191,13 +190,16 @@ def test_an_internal_failure_refuses_the_calls_the_chunk_touched_and_reads_the_r
 
 
 def test_a_failure_while_sealing_withdraws_ready(monkeypatch: pytest.MonkeyPatch) -> None:
-    from toolstitch.core._seal import CallChecks
 
-    def broken(self: Any, call: Any, t: float, first: bool, notes: Any) -> None:
-        call._seal(t, False)
+    from toolstitch.core._call import TRANSITIONS
+
+    real = TRANSITIONS["open"]["finish"]
+
+    def broken(owner: Any, call: Any, t: float, checks: Any, first: bool, notes: Any) -> None:
+        real(owner, call, t, checks, first, notes)
         raise RuntimeError("a bug after the call looked ready")
 
-    monkeypatch.setattr(CallChecks, "seal", broken)
+    monkeypatch.setitem(TRANSITIONS["open"], "finish", broken)
     acc = ts.Accumulator()
     acc.feed(calls(entry(0, "call_1", "f", '{"a": 1}')))
     events = acc.feed(done())
@@ -210,10 +212,10 @@ def test_a_failure_while_sealing_withdraws_ready(monkeypatch: pytest.MonkeyPatch
 def test_a_failure_in_end_leaves_nothing_ready(monkeypatch: pytest.MonkeyPatch) -> None:
     from toolstitch.core._seal import CallChecks
 
-    def broken(self: Any, call: Any, t: float, first: bool, notes: Any) -> None:
+    def broken(self: Any, call: Any, parsed: Any, first: bool, as_object: bool, notes: Any) -> None:
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr(CallChecks, "seal", broken)
+    monkeypatch.setattr(CallChecks, "verdict", broken)
     acc = ts.Accumulator()
     acc.feed(calls(entry(0, "call_1", "f", '{"a": 1}')))
     acc.feed({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
@@ -571,7 +573,7 @@ def test_many_tiny_pieces_are_kept_as_few_strings() -> None:
 
 
 def test_identity_fields_cannot_grow_without_bound() -> None:
-    huge = "n" * 50_000
+    huge = "n" * 70_000  # past Limits.max_id_chars (65,536): real ids of thousands of characters fit
     acc = run([calls(entry(0, huge, huge, "{}")), done()])
     (call,) = acc.tool_calls
     assert call.status == "invalid" and isinstance(call.error, ts.errors.ToolCallError)

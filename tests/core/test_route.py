@@ -5,14 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from toolstitch.core._anomaly import Anomaly
-from toolstitch.core._call import text_size
+from toolstitch.core._call import CallOwner
 from toolstitch.core._limits import Limits
 from toolstitch.core._route import (
     FURTHER,
     NEW_ID,
     SKIP,
     CallTable,
-    apply_identity,
     argument_text,
     ensure_ids,
     open_call,
@@ -44,6 +43,7 @@ class Router:
     def __init__(self) -> None:
         self.table = CallTable()
         self.notes: list[Anomaly] = []
+        self.owner = CallOwner(LIMITS, lambda: 0.0)
 
     def feed(self, f: Fragment) -> Any:
         call, index, flags = resolve_call(
@@ -52,19 +52,29 @@ class Router:
         f.further = bool(flags & FURTHER)
         if index == SKIP:
             return None
+        opening = call is None
         if call is None:
-            call = open_call(self.table, 0, index, LIMITS, 0.0, lambda: 0.0)
-        apply_identity(self.table, call, f.id, f.name, f.type, None, bool(flags & NEW_ID), f.raw, self.notes)
-        call._metrics.fragments += 1
+            call = open_call(self.table, self.owner, 0, index, 0.0)
+        text, whole = None, False
         if f.arguments:
             text, whole = argument_text(
                 self.table, call, f.arguments, f.replace, bool(flags & FURTHER), f.raw, self.notes
             )
-            if text is not None:
-                if whole:
-                    call._replace_arguments(text)
-                else:
-                    call._append(text, text_size(text))
+        self.owner.take(
+            call,
+            text=text,
+            id=f.id,
+            name=f.name,
+            type=f.type,
+            replace=whole,
+            new_id=bool(flags & NEW_ID),
+            opening=opening,
+            raw=f.raw,
+            notes=self.notes,
+            events=[],
+        )
+        if f.id is not None and call.id == f.id:
+            self.table.by_id.setdefault(f.id, call)
         return call
 
     def codes(self) -> list[str]:
@@ -183,12 +193,11 @@ def test_ensure_ids_synthesizes_missing_and_duplicate_ids_stably() -> None:
     a = r.feed(frag(0, None, "f\udc80", "{}"))
     b = r.feed(frag(1, "dup", "f", "{}"))
     c = r.feed(frag(2, None, "f", "{}"))
-    c._id = "dup"
+    r.owner.give_id(c, "dup")
     repaired = list(ensure_ids([a, b, c], "basis"))
-    assert [call for call, _ in repaired] == [a, c]
-    assert [n.code for _, n in repaired] == ["id_synthesized", "call_id_reused"]
-    assert a.id and a.id.startswith("call_ts") and c.id != "dup"
-    first = a.id
-    a._id = None
-    list(ensure_ids([a], "basis"))
-    assert a.id == first  # stable for the same basis
+    assert [call for call, _, _ in repaired] == [a, c]
+    assert [n.code for _, _, n in repaired] == ["id_synthesized", "call_id_reused"]
+    made = {call.slot: made for call, made, _ in repaired}
+    assert made[a.slot].startswith("call_ts") and made[c.slot] != "dup"
+    again = list(ensure_ids([a], "basis"))
+    assert again[0][1] == made[a.slot]  # stable for the same basis

@@ -9,7 +9,7 @@ import pytest
 import toolstitch as ts
 from toolstitch.core import sealed_call
 from toolstitch.core._anomaly import Anomaly
-from toolstitch.core._call import ToolCall
+from toolstitch.core._call import CallOwner, ToolCall
 from toolstitch.core._limits import Limits
 from toolstitch.core._seal import CallChecks
 
@@ -21,11 +21,11 @@ G = {"type": "function", "function": {"name": "g", "parameters": {"type": "objec
 
 
 def sealed(checks: CallChecks, name: str, text: str, first: bool = True) -> tuple[ToolCall, list[str]]:
-    call = ToolCall(0, 0, 0, Limits())
-    call._name = name
-    call._append(text, 0.0)
+    owner = CallOwner(Limits(), lambda: 0.0)
+    call = owner.open(0, 0, 0, 0.0)
     notes: list[Anomaly] = []
-    checks.seal(call, 0.0, first, notes)
+    owner.take(call, name=name, type="function", text=text, opening=True, notes=notes, events=[])
+    owner.seal(call, 0.0, checks, first, notes)
     return call, [n.code for n in notes]
 
 

@@ -42,7 +42,7 @@ import openai
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from typing_extensions import Self
 
-from ..core import Accumulator, Anomaly, Event, ToolCall
+from ..core import Accumulator, Anomaly, CallStore, Event, ToolCall
 from ..errors import UnsafeToolCallError
 from ..recording import Recorder, Redact
 from ._transport import as_sdk_error
@@ -71,7 +71,7 @@ class _Base:
     def __init__(
         self,
         sdk_stream: Any,
-        accumulator: Accumulator,
+        accumulator: CallStore,
         *,
         recorder: StreamRecorder | None = None,
         request: Mapping[str, Any] | None = None,
@@ -317,7 +317,10 @@ class StitchedStream(_Base, openai.Stream[ChatCompletionChunk]):
         """
         if not self.accumulator.ended:
             self.until_done()
-        return self.accumulator.get_final_completion()
+        accumulator = self.accumulator
+        if not isinstance(accumulator, Accumulator):
+            raise TypeError("a Responses API stream builds a Response: call get_final_response()")
+        return accumulator.get_final_completion()
 
 
 class AsyncStitchedStream(_Base, openai.AsyncStream[ChatCompletionChunk]):
@@ -416,4 +419,7 @@ class AsyncStitchedStream(_Base, openai.AsyncStream[ChatCompletionChunk]):
         """Consume what is left, then build the ``ChatCompletion`` (see the sync twin)."""
         if not self.accumulator.ended:
             await self.until_done()
-        return self.accumulator.get_final_completion()
+        accumulator = self.accumulator
+        if not isinstance(accumulator, Accumulator):
+            raise TypeError("a Responses API stream builds a Response: call get_final_response()")
+        return accumulator.get_final_completion()

@@ -3,26 +3,26 @@
 Nothing here knows HTTP, threads or asyncio (rule 7 and the ``h11`` model in docs/design.md): every
 other layer is built on :class:`Accumulator`. What lives where:
 
-* :mod:`._read`         the one reader: every chunk (SDK object, subclass or dict) is read, routed
-  and appended by its lines; what cannot be read refuses the calls it may have carried text for.
+* :mod:`._call`         the owner of a call's life (rule 12): ``ToolCall`` (read-only for users),
+  the table of states and events (``TRANSITIONS``) and ``CallOwner``, the only writer of a call.
+* :mod:`._read`         the chat reader: every chunk (SDK object, subclass or dict) is read and
+  translated into the owner's events; what cannot be read refuses the calls it may have touched.
+* :mod:`._responses`    the Responses reader: ``ResponseAccumulator``, a sibling of ``Accumulator``.
+* :mod:`._store`        what both accumulators share (``CallStore``): the calls, the owner,
+  anomalies, the one guarded ``feed``, refusing, sealing, ending.
+* :mod:`._accumulator`  the chat accumulator: ``feed``, ending, the ``ChatCompletion``.
 * :mod:`._values`       reading one raw value (an index, an id, a name, arguments sent as an
   object, the fields of any object): each provider quirk of shape, recorded as an :class:`Anomaly`.
-* :mod:`._route`        routing fragments to calls (by index, id, position; cumulative resends)
-  and writing their identity: the reader, the router and the accumulator are a call's writers.
-* :mod:`._call`         the call buffer and its state machine (open, ready, invalid, incomplete);
-  read-only for users.
-* :mod:`._seal`         sealing and checking a call against the request (tools, tool_choice,
+* :mod:`._route`        routing fragments to calls (by index, id, position; cumulative resends).
+* :mod:`._seal`         the request's verdict on a sealed call (tools, tool_choice,
   parallel_tool_calls); :func:`sealed_call` builds a checked call from a finished message.
-* :mod:`._scanner`      the incremental JSON scanner (depth, strings, escapes), read lazily: only
-  when something asks where a call's JSON stands (events, eager dispatch, the router's rare cases).
+* :mod:`._parse`        the strict parse at seal.
+* :mod:`._clock`        the one clock of every timestamp and its anchor on the Unix time line.
+* :mod:`._scanner`      the incremental JSON scanner, read lazily.
 * :mod:`._schema`       checking sealed arguments against the request's tool schemas.
 * :mod:`._recover`      opt-in recovery of tool calls a server wrote as text.
 * :mod:`._preview`      display-only previews of arguments still streaming.
-* :mod:`._accumulator`  the core itself: the stream's state, ``feed``, ending, the completion.
-* :mod:`._responses`    the second reader: Responses API events into the same calls
-  (:class:`ResponseAccumulator`, an ``Accumulator`` whose ``feed`` reads events).
 * :mod:`._events`, :mod:`._anomaly`, :mod:`._limits`: the values the core hands out.
-* :mod:`._clock`        the one clock of every timestamp and its anchor on the Unix time line.
 
 The layers above use the core through this module only (an import-linter contract in pyproject.toml
 and tests/test_architecture.py hold every package to its ``__init__``). ``__all__`` holds the names
@@ -35,9 +35,9 @@ SDK-object read (``read_object``, ``Shape`` and the key sets).
 
 from __future__ import annotations
 
-from ._accumulator import Accumulator, StreamMetrics
+from ._accumulator import Accumulator
 from ._anomaly import Anomaly, AnomalyCode
-from ._call import CallMetrics, CallStatus, ToolCall, parse_arguments
+from ._call import CallMetrics, CallStatus, ToolCall
 from ._clock import CLOCK_ANCHOR, now, timings_dict, wall_clock
 from ._events import (
     AnomalyRecorded,
@@ -56,8 +56,10 @@ from ._events import (
     ToolCallStarted,
 )
 from ._limits import Limits
+from ._parse import parse_arguments
 from ._responses import ResponseAccumulator, chat_tool_choice, chat_tools
 from ._seal import CallChecks, requested_choice, sealed_call
+from ._store import CallStore, StreamMetrics
 from ._values import CHUNK_KEYS, DELTA_KEYS, TOOL_CALL_KEYS, Shape, read_object
 
 __all__ = [
@@ -74,6 +76,7 @@ __all__ = [
     "ArgumentsMalformed",
     "CallChecks",
     "CallMetrics",
+    "CallStore",
     "CallStatus",
     "ChoiceFinished",
     "ContentDelta",

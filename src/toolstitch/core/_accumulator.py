@@ -1,7 +1,10 @@
-"""The sans-I/O core: chunks in, events out, one ``ChatCompletion`` at the end.
+"""The Chat Completions accumulator: chunks in, events out, one ``ChatCompletion`` at the end.
 
 ``Accumulator`` knows nothing of HTTP, threads or asyncio (in the manner of ``h11``): the sync and
 async stream wrappers, replay, and tests all drive the same object with :meth:`Accumulator.feed`.
+It is a sibling of the Responses API's accumulator (``_responses.py``): both stand on
+``_store.CallStore`` (the calls, the owner that writes them, anomalies, ending) and neither
+inherits the other's API.
 
 The rules it enforces (see ``docs/design.md``):
 
@@ -27,101 +30,46 @@ The rules it enforces (see ``docs/design.md``):
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, replace
+from collections.abc import Callable, Iterable
+from dataclasses import asdict
 from typing import Any, Literal
 
 from openai.types.chat import ChatCompletion
 from pydantic import BaseModel, ValidationError
 
-from ..errors import InBandError, IncompleteStreamError, InternalFault, LimitExceeded, ToolCallError
+from ..errors import IncompleteStreamError
 from ._anomaly import Anomaly, AnomalyCode
 from ._call import ToolCall, push, text_size
-from ._clock import now, timings_dict
 from ._events import (
-    AnomalyRecorded,
     ChoiceFinished,
     Event,
     ReasoningDelta,
-    StreamEnded,
     ToolCallIncomplete,
-    ToolCallInvalid,
-    ToolCallReady,
     content_delta,
 )
-from ._limits import Limits, retained, sample
+from ._limits import Limits
 from ._read import ChoiceState, read_chunk, read_fragment
 from ._recover import TextToolCallRecovery
-from ._route import ensure_ids
 from ._seal import CallChecks
 from ._serialisable import serialisable
+from ._store import CallStore, StreamMetrics, fault_note, ordered
 from ._values import MAX_LABEL, REASONING_FIELDS, opt_int, opt_str, show
 
 __all__ = ["Accumulator", "StreamMetrics"]
 
-_NO_EVENTS: Sequence[Event] = ()
 _ENVELOPE_FIELDS = ("id", "model", "created", "object", "system_fingerprint", "service_tier")
-
-
-_REENTERED = RuntimeError("feed() or end() was called while a chunk was being read")
-_MAX_USAGE = 1 << 20
-"""Bytes of one usage value (it replaces the previous one, so it is bounded on its own)."""
 _MAX_FINISH_REASONS = 16
 """How many finish_reasons of one choice are kept (a hostile server can send one per chunk)."""
 
 
-class StreamMetrics:
-    """Stream-level counts and monotonic timestamps (seconds from ``time.monotonic()``; Unix time
-    through ``toolstitch.metrics.wall_clock`` or :meth:`as_dict`)."""
-
-    __slots__ = ("chunks", "ended_at", "first_chunk_at", "first_tool_call_at", "started_at")
-
-    def __init__(self, started_at: float) -> None:
-        self.started_at = started_at
-        self.first_chunk_at: float | None = None
-        self.first_tool_call_at: float | None = None
-        self.ended_at: float | None = None
-        self.chunks = 0
-
-    @property
-    def time_to_first_chunk(self) -> float | None:
-        """Seconds from the start (request or accumulator creation) to the first chunk."""
-        return None if self.first_chunk_at is None else self.first_chunk_at - self.started_at
-
-    @property
-    def time_to_first_tool_call(self) -> float | None:
-        """Seconds from the start to the first tool-call header."""
-        if self.first_tool_call_at is None:
-            return None
-        return self.first_tool_call_at - self.started_at
-
-    def as_dict(self) -> dict[str, Any]:
-        """Plain data (JSON-ready): the counts, the ``*_at`` instants as Unix time, and the derived
-        ``time_to_first_chunk`` and ``time_to_first_tool_call`` (seconds)."""
-        return timings_dict(
-            {
-                "chunks": self.chunks,
-                "started_at": self.started_at,
-                "first_chunk_at": self.first_chunk_at,
-                "first_tool_call_at": self.first_tool_call_at,
-                "ended_at": self.ended_at,
-                "time_to_first_chunk": self.time_to_first_chunk,
-                "time_to_first_tool_call": self.time_to_first_tool_call,
-            }
-        )
-
-
 def _dump(value: Any) -> Any:
     """Plain data from an SDK model (once, at the end), or the value itself."""
-    # The other to-plain helpers (history's to_plain, recording's plain, the loop's _plain) live in
-    # layers above this one and do more (copies, JSON-safe text, dicts only); this is the core's one.
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json", exclude_unset=True)
     return value
 
 
-class Accumulator:
+class Accumulator(CallStore):
     """Merges streamed chunks into finished tool calls and one ``ChatCompletion``.
 
     ``tools`` are the request's tools (dicts as sent to the SDK, from any iterable: it is read once,
@@ -154,77 +102,31 @@ class Accumulator:
     ) -> None:
         if limits is not None and not isinstance(limits, Limits):
             raise TypeError("limits must be a toolstitch.Limits")
-        self.limits = limits = limits or Limits()
+        limits = limits or Limits()
         # Read once, whatever the iterable (a generator, dict.values(), map): the same list is
         # checked against here and by text recovery.
         tool_list = list(tools) if tools is not None else None
-        self._checks = CallChecks(
+        checks = CallChecks(
             tool_list,
             empty_arguments=empty_arguments,
             tool_choice=tool_choice,
             parallel_tool_calls=parallel_tool_calls,
         )
+        super().__init__(checks, limits, started_at, clock)
         self._recovery = TextToolCallRecovery(tool_list) if recover_text_tool_calls else None
         self._offers_none = tool_list == []  # for check_options: a replay must refuse every call too
         self._empty_arguments: Literal["invalid", "object"] = empty_arguments  # for check_options
-        self._choices: dict[int, ChoiceState] = {}
-        self.anomalies: list[Anomaly] = []
-        """Every anomaly of the stream, once per (code, choice, call)."""
-        self._anomaly_keys: set[tuple[str, int | None, int | None]] = set()
-        self._clock = now if clock is None else clock
-        self.metrics = StreamMetrics(self._clock() if started_at is None else started_at)
-        self.ended = False
-        self.error: BaseException | None = None
-        """The error that ended the input, if it ended with one."""
-        self._last_seq: int | None = None
-        self._bytes_left = limits.max_stream_bytes
-        self.finished: list[int] = []
-        """The index of each choice that received its ``finish_reason``, in the order they did:
-        what a consumer that reads no events (``feed(..., events=False)``) checks to learn that a
-        chunk finished a choice (the guard of ``wrap(client, guard=True)`` does)."""
-        self.dropped_choices = 0
-        """Choice pieces dropped because ``Limits.max_choices`` choices were already open."""
         # Envelope fields: the first non-empty value wins, except usage (the last wins).
-        self._id: str | None = None
-        self._model: str | None = None
-        self._created: int | None = None
         self._object: str | None = None
         self._system_fingerprint: str | None = None
         self._service_tier: str | None = None
-        self._usage: Any = None
         self._extra: dict[str, Any] = {}
         self._envelope_unset: tuple[str, ...] = _ENVELOPE_FIELDS
         """The envelope fields not kept yet (the first usable value wins): read while any is left."""
-        self._live: list[ToolCall] = []
-        """The calls that were open when :meth:`_open_calls` last looked, and those opened since."""
-        self._touched: ToolCall | None = None
-        """The call the tool-call entry being read reached (refused if reading it fails)."""
-        self._reading = False
-        """True while a chunk is being read: a ``feed`` or ``end`` from inside it is refused."""
-        self._t: float | None = None
-        """The current chunk's time, read from the clock once, when first needed (:meth:`_now`)."""
 
-    # -- reading -----------------------------------------------------------------------------
-
-    @property
-    def tool_calls(self) -> list[ToolCall]:
-        """The tool calls of choice 0, in index order."""
-        return self.calls(0)
-
-    def calls(self, choice: int | None = None) -> list[ToolCall]:
-        """The tool calls of one choice (or of all choices when ``choice`` is None), in index order."""
-        if choice is not None:
-            state = self._choices.get(choice)
-            return _ordered(state.table.calls) if state else []
-        out: list[ToolCall] = []
-        for index in sorted(self._choices):
-            out.extend(_ordered(self._choices[index].table.calls))
-        return out
-
-    @property
-    def finish_reasons(self) -> dict[int, list[str]]:
-        """Every finish_reason seen, per choice, in order."""
-        return {i: list(c.finish_reasons) for i, c in sorted(self._choices.items())}
+    _read = read_chunk  # type: ignore[assignment]  # the reader takes the chat accumulator
+    """Read one chunk: the one reader of chunks (``_read.py``), called as a method (no frame of
+    its own)."""
 
     @property
     def usage(self) -> Any:
@@ -248,139 +150,6 @@ class Accumulator:
 
     # -- feeding -----------------------------------------------------------------------------
 
-    def feed(self, chunk: Any, seq: int | None = None, *, events: bool = True) -> Sequence[Event]:
-        """Take one chunk (a ``ChatCompletionChunk`` or a dict) and return what happened.
-
-        ``seq`` is an optional monotonic sequence number (for example the SSE event id): a chunk
-        whose number is not greater than the last one seen is a transport replay and is dropped,
-        with an anomaly. Without ``seq`` every chunk is taken as new, so a chunk fed twice is
-        counted twice (its arguments appended twice): pass ``seq`` when the transport can resend.
-
-        ``events=False`` is for a consumer that never reads the events (the wrapped stream, unless
-        its user asked for them): the state written is the same, but the per-chunk events are not
-        built and the scanner is not asked where each call's JSON stands; the result is empty.
-
-        Never raises: a failure inside toolstitch refuses the calls the chunk touched.
-        """
-        out: list[Event] = []
-        try:
-            metrics = self.metrics
-            if self.ended:
-                self._record(
-                    Anomaly(AnomalyCode.CHUNK_AFTER_END, f"a {self._unit} arrived after the end", raw=chunk),
-                    None,
-                    out,
-                )
-                return out if events else _NO_EVENTS
-            if seq is not None:
-                if self._last_seq is not None and seq <= self._last_seq:
-                    self._record(
-                        Anomaly(
-                            AnomalyCode.REPLAYED_CHUNK,
-                            f"{self._unit} #{show(seq)} was already seen; dropped",
-                            raw=chunk,
-                        ),
-                        None,
-                        out,
-                    )
-                    return out if events else _NO_EVENTS
-                self._last_seq = seq
-            if self._reading:
-                # Fed again from inside a read (a caller's clock, a hostile value that calls back):
-                # the outer read's view of the stream is no longer what the stream is. Refuse.
-                self._refuse(self._open_calls(), _REENTERED, out, chunk)
-                return out if events else _NO_EVENTS
-            self._t = None
-            metrics.chunks += 1
-            self._reading = True
-            try:
-                if metrics.first_chunk_at is None:
-                    metrics.first_chunk_at = self._now()
-                self._read(chunk, out, events)
-            except InBandError as exc:
-                # The SDK raises these itself; fed by hand, the chunk ends the input with the error.
-                self._reading = False
-                self._record(Anomaly(AnomalyCode.IN_BAND_ERROR, str(exc), raw=chunk), None, out)
-                self._in_band_error()
-                out.extend(self.end(exc))
-            except Exception as exc:
-                # Which calls the chunk touched is unknown here: every open call may have lost a
-                # fragment (rule 9).
-                self._refuse(self._open_calls(), exc, out, chunk)
-            finally:
-                self._reading = False
-        except Exception as exc:  # the last net: every finer one failed too
-            return self._panic(exc)
-        return out if events else _NO_EVENTS
-
-    _unit = "chunk"
-    """What one input is called in messages (``"event"`` for the Responses reader)."""
-
-    _read = read_chunk
-    """Read one input: the one reader of chunks (``_read.py``), called as a method (no frame of
-    its own). The Responses API's accumulator reads its events here instead; everything around it
-    is this class's."""
-
-    def _in_band_error(self) -> None:
-        """An input carried an in-band error, which ends the stream (a hook for subclasses)."""
-
-    def _now(self) -> float:
-        """The current chunk's time: the clock is read once per chunk, and only when needed."""
-        t = self._t
-        if t is None:
-            t = self._t = self._clock()
-        return t
-
-    def _panic(self, exc: BaseException) -> Sequence[Event]:
-        """Refuse every open call, record the failure, raise nothing (fail closed, rule 9)."""
-        events: list[Event] = []
-        try:
-            self._refuse(self._open_calls(), exc, events, None)
-        except Exception:
-            for state in self._choices.values():
-                for call in state.table.calls:
-                    if call._status == "open":
-                        call._invalidate(InternalFault("toolstitch failed; the call was refused"))
-        return events
-
-    def _charge(self, size: int, what: str, choice: int | None, events: list[Event]) -> bool:
-        """Take ``size`` bytes from the stream budget; False (and a noted anomaly) when over it."""
-        left = self._bytes_left - size
-        if left < 0:
-            self._record(
-                Anomaly(
-                    AnomalyCode.LIMIT_EXCEEDED,
-                    f"Limits.max_stream_bytes={self.limits.max_stream_bytes} reached: {what} beyond it "
-                    "was not kept",
-                    choice,
-                ),
-                None,
-                events,
-            )
-            return False
-        self._bytes_left = left
-        return True
-
-    @staticmethod
-    def _is_limit(error: ToolCallError) -> bool:
-        return isinstance(error, LimitExceeded)
-
-    def _keep(self, value: Any, what: str, choice: int | None, events: list[Event]) -> bool:
-        """May ``value`` (an unknown field, usage, logprobs) be kept? Too deep or over budget: no."""
-        size = retained(value, self.limits.max_depth)
-        if size < 0:
-            self._record(
-                Anomaly(
-                    AnomalyCode.TOO_DEEP,
-                    f"{what} was nested deeper than Limits.max_depth={self.limits.max_depth}; dropped",
-                    choice,
-                ),
-                None,
-                events,
-            )
-            return False
-        return self._charge(size, what, choice, events)
-
     def _take_envelope(self, fields: dict[str, Any]) -> None:
         """Keep the first usable value of each envelope field still unset (a wrong type reads as
         absent); once all are kept, a chunk's envelope is not read at all."""
@@ -397,75 +166,11 @@ class Accumulator:
         if kept_any:
             self._envelope_unset = tuple(k for k in _ENVELOPE_FIELDS if getattr(self, "_" + k) is None)
 
-    def _take_usage(self, usage: Any, events: list[Event]) -> None:
-        if not isinstance(usage, (dict, BaseModel)):
-            return
-        if self._usage is not None:
-            self._record(
-                Anomaly(AnomalyCode.USAGE_REPEATED, "usage arrived on more than one chunk"), None, events
-            )
-        size = retained(usage, self.limits.max_depth, stop=_MAX_USAGE)
-        if 0 <= size <= _MAX_USAGE:  # replaced, not accumulated: one value is kept at a time
-            self._usage = usage
-        else:
-            self._record(
-                Anomaly(AnomalyCode.TOO_DEEP, "usage was nested too deep or too big; dropped"), None, events
-            )
-
     def _take_chunk_fields(self, unknown: dict[str, Any], events: list[Event]) -> None:
         """Unknown chunk fields, kept for the final completion (rule 6), within the limits."""
         for key, value in unknown.items():
             if self._keep(value, f"the chunk field {show(key)}", None, events):
                 self._extra[key] = value
-
-    def _open_choice(self, index: int, events: list[Event]) -> ChoiceState | None:
-        """A new choice, or None past ``Limits.max_choices`` (the piece is dropped and counted)."""
-        if len(self._choices) >= self.limits.max_choices:
-            self.dropped_choices += 1
-            self._record(
-                Anomaly(
-                    AnomalyCode.LIMIT_EXCEEDED,
-                    f"more than Limits.max_choices={self.limits.max_choices} choices; choice "
-                    f"{index} was dropped ({self.dropped_choices} pieces so far)",
-                ),
-                None,
-                events,
-            )
-            return None
-        guessed = self._choices.get(0)
-        if guessed is not None and guessed.guessed and index != 0:
-            # Pieces without a choice index were read as choice 0 while it was the only one;
-            # now there is another, so some of them may have been its: refuse what they reached.
-            guessed.guessed = False
-            self._damaged(guessed, "pieces without a choice index were read as choice 0", None, events)
-        state = self._choices[index] = ChoiceState(index)
-        return state
-
-    def _damaged(self, state: ChoiceState | None, what: str, raw: Any, events: list[Event]) -> None:
-        """A part of a chunk could not be read: the calls it may have carried a fragment for (the
-        open calls of ``state``, or of every choice when the choice is unknown) are refused."""
-        where = state.index if state is not None else None
-        self._record(
-            Anomaly(
-                AnomalyCode.MALFORMED_CHUNK,
-                f"{what}; the open calls it may have belonged to were refused",
-                where,
-                raw=raw,
-            ),
-            None,
-            events,
-        )
-        if state is not None:
-            calls = [c for c in state.table.calls if c._status == "open"]
-        else:
-            calls = self._open_calls()
-        self._refuse(
-            calls,
-            None,
-            events,
-            None,
-            why="a part of a chunk that may have carried its text could not be read",
-        )
 
     def _duplicate_choice(self, index: int, raw: Any, events: list[Event]) -> None:
         """A second piece for choice ``index`` in one chunk: every call of that choice is refused,
@@ -486,67 +191,6 @@ class Accumulator:
             why = "two pieces of one chunk claimed its choice, so its text cannot be told apart"
             self._refuse(list(state.table.calls), None, events, None, why=why)
             state.duplicated = True
-
-    def _fault(
-        self, state: ChoiceState, exc: BaseException, sealing: list[ToolCall] | None, events: list[Event]
-    ) -> None:
-        """toolstitch failed while reading a choice: refuse its open calls, and those a failed
-        finish was sealing (rule 9); the rest of the chunk is still read."""
-        self._record(_fault(exc, "reading a choice", state.index, None), None, events)
-        calls = [c for c in state.table.calls if c._status == "open"]
-        if sealing:
-            calls.extend(sealing)
-        self._refuse(calls, None, events, None)
-
-    def _fragment_fault(self, state: ChoiceState, exc: BaseException, raw: Any, events: list[Event]) -> None:
-        """toolstitch failed on one tool-call entry: refuse the call it reached (every open call of
-        its choice when it reached none yet); the chunk's other entries and choices are still read."""
-        self._record(_fault(exc, "routing a tool-call fragment", state.index, raw), None, events)
-        touched = self._touched
-        calls = [touched] if touched is not None else [c for c in state.table.calls if c._status == "open"]
-        self._refuse(calls, None, events, None)
-
-    def _refuse(
-        self,
-        calls: list[ToolCall],
-        exc: BaseException | None,
-        events: list[Event],
-        raw: Any,
-        why: str | None = None,
-    ) -> None:
-        """Turn ``calls`` invalid with ``InternalFault``; withdraw a ``ToolCallReady`` of this feed."""
-        if exc is not None:
-            self._record(_fault(exc, "reading a chunk", None, raw), None, events)
-        refused: set[int] = set()
-        for call in calls:
-            if call._status not in ("open", "ready") or id(call) in refused:
-                continue
-            if call._status == "open":
-                call._metrics.sealed_at = self._clock()
-            error = InternalFault(
-                (why or "toolstitch failed on a chunk that touched this call")
-                + "; its arguments may not be exactly what arrived, so it was refused",
-                raw=call.arguments,
-            )
-            call._invalidate(error)
-            refused.add(id(call))
-            events.append(ToolCallInvalid(call, error))
-            self._record(
-                Anomaly(AnomalyCode.INTERNAL_ERROR, "the call was refused after an internal failure")
-                if why is None
-                else Anomaly(AnomalyCode.MALFORMED_CHUNK, f"the call was refused: {why}"),
-                call,
-                events,
-            )
-        if refused:
-            events[:] = [e for e in events if not (isinstance(e, ToolCallReady) and id(e.call) in refused)]
-
-    def _open_calls(self) -> list[ToolCall]:
-        """Every open call, in opening order. Kept as a list pruned on each read, so that asking
-        again after the calls were refused costs what is still open, not every call of the stream
-        (a hostile chunk can ask once per piece)."""
-        live = self._live = [c for c in self._live if c._status == "open"]
-        return list(live)
 
     def _take_role(self, state: ChoiceState, role: Any, events: list[Event]) -> None:
         if type(role) is not str or len(role) > MAX_LABEL:
@@ -637,6 +281,8 @@ class Accumulator:
         t = self._now()
         notes: list[Anomaly] = []
         first = state.finish_reason is None
+        # A finish decides when it is the first, or seals a call opened after the first.
+        deciding = first or any(c.status == "open" for c in state.table.calls)
         if self._recovery is not None and state.finish_reason is None and reason != "length":
             self._recover_text_calls(state, events)
         if len(state.finish_reasons) < _MAX_FINISH_REASONS:  # bounded: one per chunk is possible
@@ -655,8 +301,16 @@ class Accumulator:
         # Told to ``finished`` only when this finish decides something (bounded by choices and
         # calls, however many finish_reasons a hostile server sends): the first, or one that seals
         # a call opened after the first.
-        deciding = first or any(c._status == "open" for c in calls)
-        if calls and reason != "tool_calls":
+        if calls and reason == "length":
+            notes.append(
+                Anomaly(
+                    AnomalyCode.FINISH_REASON_LENGTH,
+                    "finish_reason 'length' on a choice that carries tool calls: the output was cut "
+                    "by the token limit, so none of its calls may run",
+                    state.index,
+                )
+            )
+        elif calls and reason != "tool_calls":
             notes.append(
                 Anomaly(
                     AnomalyCode.FINISH_REASON_STOP_WITH_TOOL_CALLS,
@@ -667,18 +321,15 @@ class Accumulator:
         if reason == "length":
             # Output was cut by the token limit: no call of this choice may run (rule 4).
             for call in calls:
-                if call._status == "open":
-                    call._metrics.sealed_at = t
-                    call._mark_incomplete("the choice finished with finish_reason 'length'")
+                if self._owner.end(call, "the choice finished with finish_reason 'length'", t):
                     events.append(ToolCallIncomplete(call))
         else:
             self._seal_calls(state, calls, t, events)
         if calls:
-            self._ensure_ids(state, _ordered(calls))
+            self._ensure_ids(state, ordered(calls))
         for note in notes:
             self._record(note, None, events)
-        if deciding:
-            self.finished.append(state.index)
+        self._decide(state, deciding)
         events.append(ChoiceFinished(state.index, reason))
 
     def _recover_text_calls(self, state: ChoiceState, events: list[Event]) -> None:
@@ -694,90 +345,6 @@ class Accumulator:
                 call = read_fragment(self, state, entry, events, True)
                 self._record(note, call, events)
 
-    def _seal_calls(self, state: ChoiceState, calls: list[ToolCall], t: float, events: list[Event]) -> None:
-        """Seal the open ``calls`` of ``state`` and check them (``_seal.py``)."""
-        first = state.first_call
-        if first is None and state.table.calls:
-            # Fixed at the first seal: a call that opens later (after the finish) is never "first".
-            first = state.first_call = min(state.table.calls, key=_order)
-        checks = self._checks
-        for call in calls:
-            if call._status != "open":
-                continue
-            notes: list[Anomaly] = []
-            checks.seal(call, t, call is first, notes)
-            for note in notes:
-                self._record(note, call, events)
-            if call.ready:
-                events.append(ToolCallReady(call))
-            elif call._error is not None:
-                events.append(ToolCallInvalid(call, call._error))
-
-    def _record(self, note: Anomaly, call: ToolCall | None, events: list[Event]) -> None:
-        """Keep an anomaly once per (code, choice, call), on the call and on the stream.
-
-        ``raw`` is kept as sent when it is small, else as a bounded sample (``Limits.sample_chars``):
-        an anomaly must not keep 50 MB of a refused fragment alive.
-        """
-        if call is not None:
-            key: tuple[str, int | None, int | None] = (note.code, call._choice, call._slot)
-        else:
-            key = (note.code, note.choice, None)
-        if key in self._anomaly_keys:
-            return
-        raw = note.raw
-        if (raw is not None and type(raw) is not str) or (
-            type(raw) is str and len(raw) > self.limits.sample_chars
-        ):
-            raw = sample(raw, self.limits.sample_chars)
-        if call is not None and (note.choice != call._choice or note.call_index != call._index):
-            note = replace(note, choice=call._choice, call_index=call._index, raw=raw)
-        elif raw is not note.raw:
-            note = replace(note, raw=raw)
-        if call is not None:
-            call._anomalies.append(note)
-        self._anomaly_keys.add(key)
-        self.anomalies.append(note)
-        events.append(AnomalyRecorded(note))
-
-    # -- ending ------------------------------------------------------------------------------
-
-    def end(self, error: BaseException | None = None, *, closed: bool = False) -> Sequence[Event]:
-        """The input is over (``error`` when it failed). Open calls become ``incomplete``.
-
-        Idempotent. A call opened after its choice had already finished is sealed here when the
-        stream ended cleanly (the provider said the choice was done); on an error it stays
-        incomplete. ``closed=True`` says the consumer closed the input before it ended: not a
-        failure (``error`` stays None, finished choices still build a completion), but not a clean
-        end either, so nothing is sealed on the strength of the end: more could have followed.
-        Linear in choices and calls.
-        """
-        if self.ended:
-            return _NO_EVENTS
-        events: list[Event] = []
-        if self._reading:
-            # Ended from inside a read (a caller's clock): nothing is sealed on a half-read chunk.
-            self._refuse(self._open_calls(), _REENTERED, events, None)
-        self.ended = True
-        self.error = error
-        open_before = self._open_calls()
-        try:
-            t = self._clock()
-            self.metrics.ended_at = t
-            self._end(error, closed, t, events)
-        except Exception as exc:
-            # Fail closed: whatever this end sealed is withdrawn; what is still open is incomplete.
-            with contextlib.suppress(Exception):  # the plain loop below still runs
-                self._refuse([c for c in open_before if c._status == "ready"], exc, events, None)
-            for call in open_before:
-                if call._status == "ready":
-                    call._invalidate(InternalFault("toolstitch failed while sealing; refused"))
-                elif call._status == "open":
-                    call._mark_incomplete("the stream ended, and toolstitch failed while sealing")
-                    events.append(ToolCallIncomplete(call))
-        events.append(StreamEnded(error, self._usage))
-        return events
-
     def _end(self, error: BaseException | None, closed: bool, t: float, events: list[Event]) -> None:
         clean = error is None and not closed
         any_finished = any(c.finish_reason is not None for c in self._choices.values())
@@ -785,15 +352,15 @@ class Accumulator:
             calls = state.table.calls
             if not calls:
                 continue
-            self._ensure_ids(state, _ordered(calls))
-            open_calls = [c for c in calls if c._status == "open"]
+            self._ensure_ids(state, ordered(calls))
+            open_calls = [c for c in calls if c.status == "open"]
             if not open_calls:
                 continue
             if (
                 clean
                 and state.finish_reason is None
                 and any_finished
-                and all(c._scan().complete for c in open_calls)
+                and all(c.scanner.complete for c in open_calls)
             ):
                 # Another choice finished and the stream ended cleanly; this one's calls all hold a
                 # closed JSON value, so nothing of them can be missing: seal them (noted).
@@ -820,10 +387,8 @@ class Accumulator:
             else:
                 reason = "the stream ended before the choice received a finish_reason"
             for call in open_calls:
-                call._mark_incomplete(reason)
-                events.append(ToolCallIncomplete(call))
-
-    # -- the finished completion -------------------------------------------------------------
+                if self._owner.end(call, reason, t):
+                    events.append(ToolCallIncomplete(call))
 
     def get_final_completion(self) -> ChatCompletion:
         """Build the ``ChatCompletion`` (once the input is over; this ends it if not yet ended).
@@ -871,7 +436,7 @@ class Accumulator:
             try:
                 choices.append(self._choice_data(state))
             except Exception as exc:
-                self._record(_fault(exc, "building the final message", i, None), None, [])
+                self._record(fault_note(exc, "building the final message", i, None), None, [])
                 choices.append(self._choice_data(state, full=False))
         data: dict[str, Any] = {}
         try:
@@ -879,7 +444,7 @@ class Accumulator:
                 data[key] = _dump(value)
             usage = _dump(self._usage) if self._usage is not None else None
         except Exception as exc:
-            self._record(_fault(exc, "building the completion's envelope", None, None), None, [])
+            self._record(fault_note(exc, "building the completion's envelope", None, None), None, [])
             data, usage = {}, None
         data.update(
             id=self._id or "",
@@ -905,7 +470,7 @@ class Accumulator:
             "content": "".join(state.content) if state.content else None,
             "refusal": "".join(state.refusal) if state.refusal else None,
         }
-        calls = _ordered(state.table.calls)
+        calls = ordered(state.table.calls)
         logprobs = None
         if full:
             for key, parts in state.reasoning.items():
@@ -928,50 +493,21 @@ class Accumulator:
             "logprobs": logprobs,
         }
 
-    def _ensure_ids(self, state: ChoiceState, calls: list[ToolCall]) -> None:
-        """Give every call a usable, unique id (``_route.ensure_ids``); the repairs are recorded."""
-        basis = f"{self._id or ''}:{self._created}:{self._model}:{state.index}"
-        for call, note in ensure_ids(calls, basis):
-            self._record(note, call, [])
-
-
-def _fault(exc: BaseException, doing: str, choice: int | None, raw: Any) -> Anomaly:
-    """The ``internal_error`` anomaly for an exception caught while ``doing`` something."""
-    try:
-        why = show(str(exc), 200)
-    except Exception:
-        why = "(no message)"
-    return Anomaly(
-        AnomalyCode.INTERNAL_ERROR,
-        f"toolstitch failed while {doing} ({type(exc).__name__}: {why}); the calls it touched were "
-        "refused, the rest of the chunk was read",
-        choice,
-        raw=raw,
-    )
-
-
-def _order(call: ToolCall) -> tuple[int, int]:
-    return (call._index, call._slot)
-
-
-def _ordered(calls: list[ToolCall]) -> list[ToolCall]:
-    return sorted(calls, key=_order)
-
 
 def _call_data(call: ToolCall, full: bool = True) -> dict[str, Any]:
-    extra = call._extra if full else {}
+    extra = call.extra if full else {}
     data: dict[str, Any] = {k: _dump(v) for k, v in extra.items() if k != "function"}
     arguments = call.arguments
-    if arguments == "" and call._status == "ready":
+    if arguments == "" and call.status == "ready":
         # Ready on "" only where "" and {} cannot differ (a tool without parameters, or
         # empty_arguments="object"): the message says {}, so that its arguments parse to ``parsed``
         # for whoever reads them (the raw text stays in the recording).
         arguments = "{}"
-    function: dict[str, Any] = {"name": call._name or "", "arguments": arguments}
+    function: dict[str, Any] = {"name": call.name or "", "arguments": arguments}
     fextra = extra.get("function")
     if isinstance(fextra, dict):
         function.update({k: v for k, v in fextra.items() if k not in function})
-    data.update(id=call._id or "", type="function", function=function)
+    data.update(id=call.id or "", type="function", function=function)
     return data
 
 

@@ -1,67 +1,108 @@
-"""One tool call: its buffer, its state machine, its limits and its timings.
+"""The owner of a call's life: its states, the events each allows, and what each event does.
 
-The state machine (rule 4 of docs/design.md, "seal, check, then execute")::
+Rule 12 of docs/design.md: this module is the only writer of a :class:`ToolCall`. The readers of
+both APIs (``_read.py`` for chunks, ``_responses.py`` for Responses events) only translate wire
+shapes into the events below, through :class:`CallOwner`; routing (which call a fragment belongs
+to) stays in ``_route.py``. Users see a ``ToolCall`` read-only. Modelled on h11's ``_state.py``:
+the table is data, and an event the table does not list for a state refuses the call
+(:class:`~toolstitch.errors.TransitionRefused`); nothing passes silently.
 
-    open ──seal──▶ ready       arguments parse and (when the tool is known) fit its schema
-      │      └───▶ invalid     they do not; ``error`` says why and keeps the raw text
-      ├──limit───▶ invalid     a Limits bound was exceeded (``LimitExceeded``), further text dropped
-      ├──fault───▶ invalid     toolstitch itself failed on a chunk that touched the call
-      └──end─────▶ incomplete  the stream ended before the call's choice got a finish_reason
+The table (:data:`TRANSITIONS`; ``stated`` shows as ``status == "open"``)::
 
-A sealed call is frozen: a late non-empty fragment never changes its text; it turns the call
-``invalid`` with :class:`~toolstitch.errors.LateFragment` instead, so nothing that changed after the
-check can be executed.
+    state       fragment        identity      statement        finish   limit    fault    end
+    ─────────── ─────────────── ───────────── ──────────────── ──────── ──────── ──────── ──────────
+    open        append          write once    adopt | compare  seal     refuse   refuse   incomplete
+    stated      refuse          write once    compare          seal     refuse   refuse   incomplete
+    ready       refuse (late)   note only     compare          ─        refuse   refuse   ─
+    invalid     count only      note only     ─                ─        ─        ─        ─
+    incomplete  count only      note only     ─                ─        ─        ─        ─
 
-Users see :class:`ToolCall` read-only: every public attribute is a property without a setter, and
-the methods that write a call start with ``_`` and are called by the core only (the accumulator,
-the router in ``_route.py``, :func:`toolstitch.core.sealed_call`). Other layers never write a call.
+* **fragment**: a piece of argument text. Appended to an open call (the hot transition: one
+  dictionary hit, one append, one counter), every byte counted against ``Limits`` (the call's
+  ``max_argument_bytes`` and the stream's ``max_stream_bytes``). After the text was stated, or
+  the call was sealed, any text refuses it, whitespace included: the text that was checked is the
+  text that runs.
+* **identity**: ``id``, ``name``, ``type``, unknown fields. Written once, from the first usable
+  value; a name arriving in pieces before any argument text is joined; a later different value is
+  noted, never written. A sealed call's identity is frozen. An id longer than
+  ``Limits.max_id_chars`` refuses the call; an id the server sent is never replaced.
+* **statement**: the whole text stated by the server (the Responses API's ``.done``, its
+  ``output_item.done`` and final output). With no text streamed, the statement is adopted as the
+  text; otherwise it must equal it, or the call is refused. Either way the text is frozen.
+* **finish**: the choice (or response) finished: parse once, strictly, check against the request
+  (``_seal.CallChecks``), then ``ready`` or ``invalid``.
+* **limit**, **fault**: a bound was exceeded, or toolstitch or the wire failed on something that
+  touched the call: ``invalid``, with a bounded sample of the text.
+* **end**: the input ended before the call was sealed: ``incomplete``.
 
-Argument text is kept exactly as received, as a list of fragments joined once (rule 7: linear in
-bytes). Byte accounting never raises: a lone surrogate (``"\\udc80"`` decoded by the SDK from a JSON
-escape) is counted with ``surrogatepass``. When fragments held surrogates, the joined text
-recombines a pair split across two fragments into its character; a lone surrogate that remains at
-seal makes the call ``invalid`` (the text is not valid Unicode, so no tool could receive it intact).
+Argument text is kept exactly as received, as a list of pieces joined once (rule 7: linear in
+bytes). Byte accounting never raises: a lone surrogate is counted with ``surrogatepass``; the
+joined text recombines a surrogate pair split across two fragments, and a lone surrogate that
+remains at seal makes the call ``invalid``.
 """
 
 from __future__ import annotations
 
 import builtins
-import json
-import math
-import re
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from itertools import chain
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from ..errors import (
-    ArgumentsNotAnObject,
     CallIncomplete,
-    EmptyArguments,
+    InternalFault,
     LateFragment,
     LimitExceeded,
-    MalformedArguments,
     MissingName,
     ToolCallError,
+    TransitionRefused,
 )
-from ._anomaly import Anomaly
-from ._clock import now, timings_dict
+from ._anomaly import Anomaly, AnomalyCode
+from ._clock import CLOCK_ANCHOR, now, timings_dict, wall_clock
+from ._events import ArgumentsComplete, ArgumentsMalformed, ToolCallInvalid, arguments_delta
 from ._limits import Limits
+from ._parse import has_lone_surrogate, join_surrogate_pairs, parse_arguments
 from ._preview import Preview
 from ._scanner import JSONScanner
 
+if TYPE_CHECKING:
+    from ._events import Event
+    from ._seal import CallChecks
+
 __all__ = [
+    "CLOCK_ANCHOR",
+    "TRANSITIONS",
     "CallMetrics",
+    "CallOwner",
     "CallStatus",
     "ToolCall",
+    "has_lone_surrogate",
+    "now",
     "parse_arguments",
     "push",
     "text_size",
+    "timings_dict",
+    "wall_clock",
 ]
 
 CallStatus = Literal["open", "ready", "invalid", "incomplete"]
 T = TypeVar("T")
+
+# The states (``stated`` is an open call whose text the server stated whole) and the events.
+OPEN, STATED, READY, INVALID, INCOMPLETE = "open", "stated", "ready", "invalid", "incomplete"
+FRAGMENT, IDENTITY, STATEMENT, FINISH, LIMIT, FAULT, END = (
+    "fragment",
+    "identity",
+    "statement",
+    "finish",
+    "limit",
+    "fault",
+    "end",
+)
+EVENTS = (FRAGMENT, IDENTITY, STATEMENT, FINISH, LIMIT, FAULT, END)
+MAX_NAME = 1024
+"""Characters of a function name beyond which it is unusable (OpenAI allows 64)."""
 
 
 @dataclass(slots=True)
@@ -101,128 +142,15 @@ _BATCH = 1024
 
 
 def push(parts: list[str], text: str) -> None:
-    """Append ``text`` to a list of pieces joined once at the end, keeping the list short.
-
-    Every ``_BATCH`` pieces the newest ones are joined into one, so a stream of a million tiny
-    pieces holds about a thousand strings, not a million objects (memory stays close to the bytes
-    kept, which is what ``Limits.max_stream_bytes`` counts), and the extra copying stays linear.
-    """
+    """Append ``text`` to a list of pieces joined once at the end, keeping the list short: every
+    ``_BATCH`` pieces the newest are joined into one, so a million tiny pieces hold about a
+    thousand strings (memory stays close to the bytes ``Limits.max_stream_bytes`` counts)."""
     parts.append(text)
     if len(parts) > _BATCH:
-        # Not ``parts[-_BATCH:] = [joined]``: that slice assignment gets slower as the list of
-        # joined batches grows (measured: 0.2 us per piece at first, 1.6 us after 800,000).
+        # Not ``parts[-_BATCH:] = [joined]``: that slice assignment slows as the list grows.
         joined = "".join(parts[-_BATCH:])
         del parts[-_BATCH:]
         parts.append(joined)
-
-
-def has_lone_surrogate(text: str) -> bool:
-    """True when ``text`` is not valid Unicode (holds a surrogate code point)."""
-    if text.isascii():
-        return False
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
-
-
-def join_surrogate_pairs(text: str) -> str:
-    """Recombine surrogate pairs (a character split by a proxy that cuts UTF-16 code units)."""
-    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if value in (math.inf, -math.inf):
-        # ``1e400`` is valid JSON text, but no double holds it: Python reads infinity, other
-        # parsers an error or another number. A value a tool would not receive as sent is refused.
-        raise ValueError(f"the number {text[:40]} is outside the range of a double")
-    return value
-
-
-def _finite_int(text: str) -> int:
-    value = int(text)
-    if len(text) > 308 and abs(value) > _MAX_DOUBLE:
-        raise ValueError(f"the number {text[:40]}... is outside the range of a double")
-    return value
-
-
-_MAX_DOUBLE = int(sys.float_info.max)
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    value = dict(pairs)
-    if len(value) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                # Parsers disagree on duplicates (first wins, last wins, error): what a preview or
-                # an approval screen showed could differ from what a tool receives. Refused.
-                raise ValueError(f"the key {key[:40]!r} appears twice in one object")
-            seen.add(key)
-    return value
-
-
-_ESCAPED_SURROGATE = re.compile(r"\\[uU][dD][89a-fA-F]")
-
-
-def _has_surrogate_value(value: Any) -> bool:
-    """True when a parsed value holds a lone surrogate (from an escape such as ``"\\udc00"``)."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if type(item) is str:
-            if has_lone_surrogate(item):
-                return True
-        elif type(item) is dict:
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif type(item) is list:
-            stack.extend(item)
-    return False
-
-
-def parse_arguments(text: str) -> tuple[Any, ToolCallError | None]:
-    """Parse argument text strictly: RFC 8259 JSON, an object at the top level, and a value every
-    parser reads alike: no NaN or Infinity, no number outside a double's range, no key twice in one
-    object, no lone surrogate (raw or escaped). So a ``ready`` value is valid Unicode."""
-    if text == "":
-        return None, EmptyArguments(
-            "no argument text arrived (arguments is an empty string, not {})", raw=text
-        )
-    if has_lone_surrogate(text):
-        return None, MalformedArguments(
-            "the argument text is not valid Unicode (it holds a lone UTF-16 surrogate, e.g. a "
-            "character cut in half by a proxy): it cannot reach a tool intact",
-            raw=text,
-        )
-    try:
-        value = json.loads(
-            text,
-            parse_constant=_reject_constant,
-            parse_float=_finite_float,
-            parse_int=_finite_int,
-            object_pairs_hook=_unique_keys,
-        )
-    except (ValueError, RecursionError) as exc:
-        pos = getattr(exc, "pos", None)
-        return None, MalformedArguments(f"arguments are not valid JSON: {exc}", raw=text, position=pos)
-    if _ESCAPED_SURROGATE.search(text) is not None and _has_surrogate_value(value):
-        return None, MalformedArguments(
-            "the arguments hold an escaped lone UTF-16 surrogate (such as \\udc00): the value is not "
-            "valid Unicode, so no tool could receive it intact",
-            raw=text,
-        )
-    if not isinstance(value, dict):
-        return value, ArgumentsNotAnObject(
-            f"arguments must be a JSON object, got {type(value).__name__}", raw=text
-        )
-    return value, None
 
 
 class ToolCall:
@@ -231,7 +159,7 @@ class ToolCall:
     ``choice``     the choice index the call belongs to
     ``index``      the call's ``index`` as the provider sent it (or as assigned when it sent none)
     ``slot``       opening order of the call within its choice (0, 1, …), distinct when indexes repeat
-    ``id``         the call id (first non-empty value; synthesized when the provider sent none)
+    ``id``         the call id (as the server sent it; synthesized only when it sent none usable)
     ``name``       the function name (first non-empty value)
     ``type``       the ``type`` the provider sent (normally ``"function"``)
     ``arguments``  the raw argument text exactly as received (a bounded sample after a limit)
@@ -261,7 +189,9 @@ class ToolCall:
         "_parsed",
         "_parts",
         "_pending_error",
+        "_phase",
         "_preview",
+        "_row",
         "_sample_chars",
         "_scanner",
         "_slot",
@@ -280,6 +210,9 @@ class ToolCall:
         self._name: str | None = None
         self._type: str | None = None
         self._status: CallStatus = "open"
+        self._phase = OPEN
+        self._row = TRANSITIONS[OPEN]
+        """The table's row for the call's state: what each event does now (one dictionary hit)."""
         self._parsed: Any = None
         self._error: ToolCallError | None = None
         self._anomalies: list[Anomaly] = []
@@ -298,9 +231,8 @@ class ToolCall:
         self._sample_chars = limits.sample_chars
         self._surrogates = False
         self._pending_error: ToolCallError | None = None
-        """An error decided while the call was open (a contradicting second value): applied at seal."""
+        """An error decided while the call was open (an unreadable fragment): applied at seal."""
         self._preview: Preview | None = None
-        """The preview's parser state, built on the first read of ``preview``."""
 
     def __repr__(self) -> str:
         return (
@@ -327,7 +259,7 @@ class ToolCall:
 
     @property
     def id(self) -> str | None:
-        """The call id (first non-empty value; synthesized when the provider sent none)."""
+        """The call id (as the server sent it; synthesized only when it sent none usable)."""
         return self._id
 
     @property
@@ -344,6 +276,11 @@ class ToolCall:
     def status(self) -> CallStatus:
         """``"open"``, ``"ready"``, ``"invalid"`` or ``"incomplete"``."""
         return self._status
+
+    @property
+    def stated(self) -> bool:
+        """True once the server stated the call's whole text (its text is frozen, still unsealed)."""
+        return self._phase == STATED
 
     @property
     def parsed(self) -> Any:
@@ -381,7 +318,6 @@ class ToolCall:
         return self._scan()
 
     def _scan(self) -> JSONScanner:
-        """Bring the scanner up to date with the text (incremental: linear in bytes overall)."""
         scanner = self._scanner
         if scanner.offset < self._chars and self._status == "open":
             was_complete = scanner.complete
@@ -409,34 +345,11 @@ class ToolCall:
             joined = self._joined = join_surrogate_pairs(raw) if self._surrogates else raw
         return joined
 
-    @property
-    def preview(self) -> dict[str, Any] | None:
-        """The arguments so far, for display only. **Not safe to act on.**
-
-        A dict of what has arrived (``None`` before the opening ``{``): open strings as the prefix
-        that has arrived, open objects and arrays with the members that have begun; unfinished
-        numbers and literals are left out, and keys are never invented. It may show a value the
-        tool's schema refuses, and a call that shows a preview may still turn ``invalid`` or
-        ``incomplete``: execute only ``ready`` calls, with ``parsed``. Once the call is ``ready``
-        the preview is ``parsed`` itself. Nothing in toolstitch (the gate, the executor, the
-        history) ever reads it.
-
-        Maintained incrementally: each read parses only the text that arrived since the previous
-        read (see ``_preview.py``); a call whose preview is never read pays nothing. Each read
-        returns a fresh dict. Never raises.
-        """
-        if self._status == "ready":
-            return self._parsed  # type: ignore[no-any-return]
-        try:
-            state = self._preview
-            if state is None or state.consumed > self._chars:
-                state = self._preview = Preview()
-            return state.read(self._text_from(state.consumed))
-        except Exception:  # display only: never raise
-            return None
+    def text_from(self, start: int) -> str:
+        """The argument text from character ``start`` on, touching only the pieces it needs."""
+        return self._text_from(start)
 
     def _text_from(self, start: int) -> str:
-        """The argument text from character ``start`` on, touching only the pieces it needs."""
         if start == 0:
             done = self._done
             if len(done) == 1 and not self._parts:
@@ -460,6 +373,27 @@ class ToolCall:
         return text[size - need :] if size > need else text
 
     @property
+    def preview(self) -> dict[str, Any] | None:
+        """The arguments so far, for display only. **Not safe to act on.**
+
+        A dict of what has arrived (``None`` before the opening ``{``): open strings as the prefix
+        that has arrived, open objects and arrays with the members that have begun; unfinished
+        numbers and literals are left out, and keys are never invented. A call that shows a
+        preview may still turn ``invalid`` or ``incomplete``: execute only ``ready`` calls, with
+        ``parsed``. Once the call is ``ready`` the preview is ``parsed`` itself. Maintained
+        incrementally (``_preview.py``); each read returns a fresh dict. Never raises.
+        """
+        if self._status == "ready":
+            return self._parsed  # type: ignore[no-any-return]
+        try:
+            state = self._preview
+            if state is None or state.consumed > self._chars:
+                state = self._preview = Preview()
+            return state.read(self._text_from(state.consumed))
+        except Exception:  # display only: never raise
+            return None
+
+    @property
     def sealed(self) -> bool:
         """True once the call can no longer change (``ready``, ``invalid`` or ``incomplete``)."""
         return self._status != "open"
@@ -468,6 +402,11 @@ class ToolCall:
     def ready(self) -> bool:
         """True when the call is safe to execute."""
         return self._status == "ready"
+
+    @property
+    def limited(self) -> bool:
+        """True when a byte bound was hit: only a sample of the text was kept."""
+        return isinstance(self._error, LimitExceeded)
 
     def parsed_as(self, model: builtins.type[T]) -> T:
         """The arguments validated as ``model`` (a pydantic model, or any type pydantic validates:
@@ -504,130 +443,754 @@ class ToolCall:
                 errors=problems,
             ) from None
 
-    # -- writing (the core only) ------------------------------------------------------------
 
-    def _append(self, text: str, size: int) -> bool:
-        """Append an argument fragment of ``size`` UTF-8 bytes (:func:`text_size`). Returns False
-        when the text was not kept. Nothing is scanned here (rule 2)."""
-        metrics = self._metrics
-        metrics.bytes += size
-        if self._status != "open":
-            if not (self._status == "invalid" and isinstance(self._error, LimitExceeded)):
-                self._reject_late(text)
+# -- the owner ------------------------------------------------------------------------------------
+
+
+def _show(value: Any, limit: int = 80) -> str:
+    """A bounded repr that never raises (a hostile value must not break a message)."""
+    try:
+        text = repr(value)
+    except Exception:
+        return f"<{type(value).__name__}>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+_IDENTITY_NOTES: dict[str, tuple[str, str]] = {
+    "id_repeated": (AnomalyCode.ID_REPEATED, "id repeated on a later fragment"),
+    "id_conflict": (AnomalyCode.ID_CONFLICT, "a later fragment carried id {new}; kept {old}"),
+    "id_changed": (
+        AnomalyCode.ID_CHANGED,
+        "the id changed from {old} to {new} mid-arguments; kept the later one",
+    ),
+    "name_repeated": (AnomalyCode.NAME_REPEATED, "name repeated on a later fragment"),
+    "name_fragmented": (
+        AnomalyCode.NAME_FRAGMENTED,
+        "name arrived in pieces: {old} + {new} read as {joined}",
+    ),
+    "name_conflict": (AnomalyCode.NAME_CONFLICT, "a later fragment carried name {new}; kept {old}"),
+    "type_null": (AnomalyCode.NULL_STRING_FIELD, 'type was the string "null"'),
+    "type_unexpected": (AnomalyCode.TYPE_UNEXPECTED, "type was {new}"),
+    "type_missing": (AnomalyCode.TYPE_UNEXPECTED, "the call's first fragment had no type"),
+    "type_repeated": (AnomalyCode.TYPE_REPEATED, "type repeated on a later fragment"),
+    "type_empty": (AnomalyCode.EMPTY_STRING_FIELD, "type was an empty string"),
+    "type_conflict": (AnomalyCode.TYPE_UNEXPECTED, "a later fragment carried type {new}; kept {old}"),
+    "sealed_id": (
+        AnomalyCode.ID_CONFLICT,
+        "a fragment after the call was sealed carried id {new}; kept {old}",
+    ),
+    "sealed_name": (
+        AnomalyCode.NAME_CONFLICT,
+        "a fragment after the call was sealed carried name {new}; kept {old}",
+    ),
+}
+
+
+def _note(notes: list[Anomaly], call: ToolCall, raw: Any, what: str, /, **values: Any) -> None:
+    code, template = _IDENTITY_NOTES[what]
+    message = template.format(**{k: _show(v) for k, v in values.items()}) if values else template
+    notes.append(Anomaly(code, message, call._choice, call._index, raw))
+
+
+def _move(call: ToolCall, phase: str) -> None:
+    """Enter ``phase``: the state, the status users see, and the table's row for it."""
+    call._phase = phase
+    call._status = "open" if phase == STATED else phase  # type: ignore[assignment]
+    call._row = TRANSITIONS[phase]
+
+
+def _to_invalid(call: ToolCall, error: ToolCallError, events: list[Event] | None, t: float | None) -> None:
+    if call._status == "open" and call._metrics.sealed_at is None:
+        call._metrics.sealed_at = call._clock() if t is None else t
+    call._error = error
+    _move(call, INVALID)
+    if events is not None:
+        events.append(ToolCallInvalid(call, error))
+
+
+def _keep_sample(call: ToolCall, extra: str) -> str:
+    """Keep only a bounded sample of the call's text (plus ``extra``): a refused call must not hold
+    megabytes (every byte kept counts, rule 9)."""
+    keep = call._sample_chars
+    sample = (call.arguments[:keep] + extra[:keep])[:keep]
+    call._preview = None
+    call._parts = []
+    call._done = [sample] if sample else []
+    call._joined = sample
+    call._chars = len(sample)
+    call._scanner = JSONScanner()
+    return sample
+
+
+class CallOwner:
+    """The one writer of every call of one stream, for both APIs: each method is an event of the
+    table (:data:`TRANSITIONS`), applied through the call's current row.
+
+    It also holds the stream's byte budget (``Limits.max_stream_bytes``), since every byte a call
+    keeps is counted here; the accumulators charge their own text (content, reasoning, unknown
+    fields) through :meth:`charge`. Anomalies go to ``notes`` (the accumulator records them once
+    per call), events to ``events``.
+    """
+
+    __slots__ = ("bytes_left", "clock", "limits")
+
+    def __init__(self, limits: Limits, clock: Callable[[], float]) -> None:
+        self.limits = limits
+        self.clock = clock
+        self.bytes_left = limits.max_stream_bytes
+
+    def charge(self, size: int) -> bool:
+        """Take ``size`` bytes from the stream budget; False (nothing taken) when over it."""
+        left = self.bytes_left - size
+        if left < 0:
             return False
-        if metrics.first_argument_at is None:
-            metrics.first_argument_at = self._clock()
-        self._bytes_left -= size
-        if self._bytes_left < 0:
-            self._exceed("max_argument_bytes", self._bytes_left + metrics.bytes, text, self._clock())
-            return False
-        if size != len(text) and not self._surrogates and has_lone_surrogate(text):
-            self._surrogates = True
-        parts = self._parts
-        parts.append(text)
-        if len(parts) >= _BATCH:
-            self._done.append("".join(parts))
-            parts.clear()
-        self._joined = None
-        self._chars += len(text)
+        self.bytes_left = left
         return True
 
-    def _replace_arguments(self, text: str) -> None:
-        """Replace all argument text (a provider resent the arguments whole)."""
-        self._preview = None
-        self._parts = []
-        self._done = []
-        self._joined = ""
-        self._chars = 0
-        self._scanner = JSONScanner()
-        self._bytes_left += self._metrics.bytes
-        self._metrics.bytes = 0
-        self._surrogates = False
-        self._append(text, text_size(text))
+    # -- opening ------------------------------------------------------------------------------
 
-    def _exceed(self, limit_name: str, limit: int, text: str, now: float) -> None:
-        """A byte bound was exceeded: keep a bounded sample only, refuse the call."""
-        self._preview = None
-        keep = self._sample_chars
-        sample = (self.arguments[:keep] + text[:keep])[:keep]
-        self._parts = []
-        self._done = [sample] if sample else []
-        self._joined = sample
-        self._chars = len(sample)
-        self._status = "invalid"
-        self._metrics.sealed_at = now
-        self._scanner = JSONScanner()
-        self._error = LimitExceeded(
-            f"arguments exceed Limits.{limit_name}={limit}; kept the first {len(sample)} characters",
-            raw=sample,
-            limit=limit_name,
-            value=limit,
-        )
+    def open(self, choice: int, index: int, slot: int, t: float) -> ToolCall:
+        """A new, open call (the router decided a fragment opens one)."""
+        call = ToolCall(choice, index, slot, self.limits, self.clock)
+        call._metrics.opened_at = t
+        return call
 
-    def _exceed_call_limit(self, limit: int, now: float) -> None:
-        """Mark this call invalid because its choice already holds ``limit`` calls."""
-        self._status = "invalid"
-        self._metrics.sealed_at = now
-        self._bytes_left = self._sample_chars  # keep no more than a sample of its text
-        self._error = LimitExceeded(
+    # -- the keyword intake: one fragment's identity and text -----------------------------------
+
+    def take(
+        self,
+        call: ToolCall,
+        *,
+        text: str | None = None,
+        id: str | None = None,
+        name: str | None = None,
+        type: str | None = None,
+        extra: dict[str, Any] | None = None,
+        replace: bool = False,
+        new_id: bool = False,
+        taint: ToolCallError | None = None,
+        opening: bool = False,
+        raw: Any = None,
+        notes: list[Anomaly],
+        events: list[Event],
+        want: bool = False,
+    ) -> None:
+        """One fragment, as a reader read it: ``id``/``name``/``type``/``extra`` (the identity
+        event), ``text`` (the fragment event; ``replace``: it is the whole text so far, resent),
+        ``taint`` (a part of it could not be read, or it contradicts the call: the call is refused
+        at seal with this error),
+        ``opening`` (the fragment opened the call). ``want``: build the per-fragment events."""
+        before = call._error
+        if id is not None or name is not None or type is not None or extra is not None or opening:
+            call._row[IDENTITY](self, call, id, name, type, extra, new_id, raw, notes, events)
+            if opening and call._slot >= self.limits.max_calls_per_choice:
+                self.limit_calls(call)
+        call._metrics.fragments += 1
+        if taint is not None and call._phase in (OPEN, STATED) and call._pending_error is None:
+            call._pending_error = taint
+        if text:
+            call._row[FRAGMENT](self, call, text, replace, raw, notes, events, want)
+        # A limit or a late fragment turned the call invalid: an executor acting on ToolCallReady
+        # must hear that the call must not run after all (once).
+        if (
+            call._error is not before
+            and call._status == "invalid"
+            and call._error is not None
+            and not (events and isinstance(events[-1], ToolCallInvalid) and events[-1].call is call)
+        ):
+            events.append(ToolCallInvalid(call, call._error))
+
+    def text(self, call: ToolCall, text: str, events: list[Event], want: bool) -> None:
+        """The hot transition: a plain continuation (no identity, not a resend) for ``call``."""
+        call._metrics.fragments += 1
+        before = call._error
+        call._row[FRAGMENT](self, call, text, False, None, None, events, want)
+        if call._error is not before and call._error is not None and call._status == "invalid":
+            events.append(ToolCallInvalid(call, call._error))
+
+    def taint(self, call: ToolCall, error: ToolCallError) -> None:
+        """Something about the open call cannot be trusted (an unreadable part of a fragment, its
+        choice claimed twice): refused when it is sealed (the first reason is kept)."""
+        if call._phase in (OPEN, STATED) and call._pending_error is None:
+            call._pending_error = error
+
+    # -- statement, finish, limit, fault, end ---------------------------------------------------
+
+    def state(
+        self,
+        call: ToolCall,
+        *,
+        text: str | None = None,
+        name: str | None = None,
+        id: str | None = None,
+        where: str,
+        adopt: bool = True,
+        raw: Any = None,
+        notes: list[Anomaly],
+        events: list[Event],
+    ) -> None:
+        """The server stated the call whole (``where`` says which event): its ``text`` (None: the
+        text is final as it stands), ``name`` and ``id``. ``adopt=False``: a statement may not
+        supply text that never streamed (the reader knows text may have gone astray)."""
+        call._row[STATEMENT](self, call, text, name, id, where, adopt, raw, notes, events)
+
+    def seal(self, call: ToolCall, t: float, checks: CallChecks, first: bool, notes: list[Anomaly]) -> None:
+        """The call's choice (or response) finished: parse and check it (``ready`` or ``invalid``)."""
+        call._row[FINISH](self, call, t, checks, first, notes)
+
+    def limit_calls(self, call: ToolCall) -> None:
+        """The call's choice already holds ``Limits.max_calls_per_choice`` calls: refused."""
+        limit = self.limits.max_calls_per_choice
+        error = LimitExceeded(
             f"more than Limits.max_calls_per_choice={limit} tool calls in one choice",
             limit="max_calls_per_choice",
             value=limit,
         )
+        call._row[LIMIT](self, call, error, "", None)
+        call._bytes_left = call._sample_chars  # keep no more than a sample of its text
 
-    def _reject_late(self, text: str) -> None:
-        """A non-empty fragment arrived after sealing: keep the text frozen, refuse the call.
+    def refuse(self, call: ToolCall, error: ToolCallError, events: list[Event] | None = None) -> bool:
+        """A fault touched the call (an unreadable part of the input, toolstitch's own failure):
+        ``invalid`` unless it was already refused or ended. True when it changed."""
+        return call._row[FAULT](self, call, error, events)  # type: ignore[no-any-return]
 
-        An ``incomplete`` call stays ``incomplete``: it was already refused, and its status is what
-        the stream's end decided (frozen like any sealed call); the accumulator records the anomaly.
-        """
-        if self._status == "incomplete":
-            return
-        keep = self._sample_chars
-        error = self._error
-        if isinstance(error, LateFragment):
-            if len(error.raw) < keep:
-                error.raw = (error.raw + text[:keep])[:keep]
-            return
-        self._status = "invalid"
-        self._error = LateFragment(
+    def end(self, call: ToolCall, reason: str, t: float | None = None) -> bool:
+        """The input ended (or the response said so) before the call was sealed: ``incomplete``.
+        True when it changed."""
+        return call._row[END](self, call, reason, t)  # type: ignore[no-any-return]
+
+    # -- repairs that do not come from the wire -------------------------------------------------
+
+    def give_id(self, call: ToolCall, made: str) -> None:
+        """A message needs a usable, unique id and the server sent none usable for this call (none
+        at all, or one another call of the message holds): ``made`` is used. Never called for an id
+        the server sent that is unique in its message."""
+        call._id = made
+
+    def annotate(self, call: ToolCall, note: Anomaly) -> None:
+        """Keep an anomaly on the call (the accumulator decides once per call which to keep)."""
+        call._anomalies.append(note)
+
+    def scan(self, call: ToolCall) -> tuple[bool, str | None, int | None]:
+        """Catch the scanner up and say what changed: ``(became_complete, new_error, error_at)``."""
+        scanner = call._scanner
+        was_complete = scanner.complete
+        had_error = scanner.error is not None
+        scanner = call._scan()
+        error = scanner.error if scanner.error is not None and not had_error else None
+        return scanner.complete and not was_complete, error, scanner.error_at
+
+
+# -- the actions: one per (state, event) ------------------------------------------------------------
+
+
+def _append(
+    owner: CallOwner,
+    call: ToolCall,
+    text: str,
+    replace: bool,
+    raw: Any,
+    notes: list[Anomaly] | None,
+    events: list[Event],
+    want: bool,
+) -> None:
+    """open + fragment: keep the text within the call's and the stream's bounds."""
+    size = len(text) if text.isascii() else text_size(text)
+    metrics = call._metrics
+    left = owner.bytes_left - size
+    if left < 0:
+        limit = owner.limits.max_stream_bytes
+        metrics.bytes += size
+        _exceed(call, "max_stream_bytes", limit, "" if replace else text, events)
+        return
+    owner.bytes_left = left
+    if replace:
+        owner.bytes_left += call._chars  # the replaced text is no longer kept (approximation in chars)
+        call._preview = None
+        call._parts = []
+        call._done = []
+        call._joined = ""
+        call._chars = 0
+        call._scanner = JSONScanner()
+        call._bytes_left += metrics.bytes
+        metrics.bytes = 0
+        call._surrogates = False
+    metrics.bytes += size
+    if metrics.first_argument_at is None:
+        metrics.first_argument_at = call._clock()
+    bytes_left = call._bytes_left - size
+    call._bytes_left = bytes_left
+    if bytes_left < 0:
+        _exceed(call, "max_argument_bytes", bytes_left + metrics.bytes, text, events)
+        return
+    if size != len(text) and not call._surrogates and has_lone_surrogate(text):
+        call._surrogates = True
+    parts = call._parts
+    parts.append(text)
+    if len(parts) >= _BATCH:
+        call._done.append("".join(parts))
+        parts.clear()
+    call._joined = None
+    call._chars += len(text)
+    if want:
+        scanner = call._scanner
+        was_complete = scanner.complete
+        had_error = scanner.error is not None
+        events.append(arguments_delta(call, text))
+        scanner = call._scan()
+        if scanner.complete and not was_complete:
+            events.append(ArgumentsComplete(call))
+        if scanner.error is not None and not had_error:
+            events.append(ArgumentsMalformed(call, scanner.error, scanner.error_at))
+
+
+def _exceed(call: ToolCall, limit_name: str, limit: int, text: str, events: list[Event] | None) -> None:
+    sample = _keep_sample(call, text)
+    error = LimitExceeded(
+        f"arguments exceed Limits.{limit_name}={limit}; kept the first {len(sample)} characters",
+        raw=sample,
+        limit=limit_name,
+        value=limit,
+    )
+    _to_invalid(call, error, None, None)
+
+
+def _after_statement(
+    owner: CallOwner,
+    call: ToolCall,
+    text: str,
+    replace: bool,
+    raw: Any,
+    notes: list[Anomaly] | None,
+    events: list[Event],
+    want: bool,
+) -> None:
+    """stated + fragment: the server said the text was whole, then sent more. Refused."""
+    call._metrics.bytes += text_size(text)
+    if notes is not None:
+        notes.append(
+            Anomaly(
+                AnomalyCode.ARGUMENTS_MISMATCH,
+                "argument text arrived after the call's whole text was stated",
+                call._choice,
+                call._index,
+                raw,
+            )
+        )
+    _to_invalid(
+        call,
+        TransitionRefused(
+            "argument text arrived after the server stated the call's whole text; the stated text "
+            "was kept and the call refused",
+            raw=text[: call._sample_chars],
+        ),
+        None,
+        None,
+    )
+
+
+def _late(
+    owner: CallOwner,
+    call: ToolCall,
+    text: str,
+    replace: bool,
+    raw: Any,
+    notes: list[Anomaly] | None,
+    events: list[Event],
+    want: bool,
+) -> None:
+    """ready + fragment: a late fragment. The sealed text is kept; the call is refused."""
+    call._metrics.bytes += text_size(text)
+    if notes is not None:
+        notes.append(
+            Anomaly(
+                AnomalyCode.FRAGMENT_AFTER_FINISH,
+                "argument text arrived for a sealed call; the call was refused",
+                call._choice,
+                call._index,
+                raw,
+            )
+        )
+    _to_invalid(
+        call,
+        LateFragment(
             "a fragment arrived after the call was sealed; the sealed text was kept and the call refused",
-            raw=text[:keep],
+            raw=text[: call._sample_chars],
+        ),
+        None,
+        None,
+    )
+
+
+def _count_only(
+    owner: CallOwner,
+    call: ToolCall,
+    text: str,
+    replace: bool,
+    raw: Any,
+    notes: list[Anomaly] | None,
+    events: list[Event],
+    want: bool,
+) -> None:
+    """invalid or incomplete + fragment: counted, never kept (a late fragment's sample grows to
+    the bound, so a refusal shows what came late)."""
+    call._metrics.bytes += text_size(text)
+    error = call._error
+    if call._phase == INVALID and error is not None and not isinstance(error, LimitExceeded | LateFragment):
+        # A refused call that still receives text: it is refused for that too (what it would have
+        # been is not what was checked), its error says so; the sealed text is kept.
+        error = call._error = LateFragment(
+            "a fragment arrived after the call was sealed; the sealed text was kept and the call refused",
+            raw="",
+        )
+    if isinstance(error, LateFragment) and len(error.raw) < call._sample_chars:
+        error.raw = (error.raw + text[: call._sample_chars])[: call._sample_chars]
+    if notes is not None and not isinstance(error, LimitExceeded):
+        notes.append(
+            Anomaly(
+                AnomalyCode.FRAGMENT_AFTER_FINISH,
+                "argument text arrived for a sealed call; the call was refused",
+                call._choice,
+                call._index,
+                raw,
+            )
         )
 
-    def _seal(self, now: float, empty_as_object: bool) -> None:
-        """Close the call and parse its arguments. Tool checks are applied by ``_check.py``."""
-        if self._status != "open":
-            return
-        self._metrics.sealed_at = now
-        text = self.arguments
-        if text == "" and empty_as_object:
-            text = "{}"
-        parsed, error = parse_arguments(text)
-        self._parsed = parsed
-        if self._pending_error is not None:
-            error = self._pending_error
-        if error is None:
-            name = self._name
-            if not name:
-                error = MissingName("the call was sealed without a function name", raw=text)
-            elif has_lone_surrogate(name):
-                error = MissingName(
-                    "the function name is not valid Unicode (it holds a lone surrogate)", raw=text
+
+def _identify(
+    owner: CallOwner,
+    call: ToolCall,
+    fid: str | None,
+    name: str | None,
+    ftype: str | None,
+    extra: dict[str, Any] | None,
+    new_id: bool,
+    raw: Any,
+    notes: list[Anomaly],
+    events: list[Event],
+) -> None:
+    """open/stated + identity: written once, from the first usable value."""
+    if fid is not None:
+        if call._id is None:
+            if len(fid) > owner.limits.max_id_chars or not owner.charge(len(fid)):
+                limit = owner.limits.max_id_chars
+                _to_invalid(
+                    call,
+                    LimitExceeded(
+                        f"the call's id of {len(fid)} characters exceeds Limits.max_id_chars={limit} "
+                        "or the stream's byte budget; the call is refused and its id is not replaced",
+                        limit="max_id_chars",
+                        value=limit,
+                    ),
+                    None,
+                    None,
                 )
-        if error is not None:
-            self._status = "invalid"
-            self._error = error
+            call._id = fid[:64] if call._status == "invalid" and len(fid) > 64 else fid
+        elif fid == call._id:
+            _note(notes, call, raw, "id_repeated")
+        elif new_id:
+            _note(notes, call, raw, "id_changed", old=call._id, new=fid)
+            if len(fid) <= owner.limits.max_id_chars and owner.charge(len(fid)):
+                call._id = fid
         else:
-            self._status = "ready"
+            _note(notes, call, raw, "id_conflict", new=fid, old=call._id)
+    if name is not None:
+        current = call._name
+        if current is None:
+            call._name = name
+        elif name == current:
+            _note(notes, call, raw, "name_repeated")
+        elif call._chars == 0:
+            # Before any argument text, a different name can only be more of the same name: a
+            # resend with more text (replace) or the next piece (append), as in Continue's report
+            # of Gemini sending "edit_ex" + "isting_file". The tool check still applies.
+            joined = name if name.startswith(current) else current + name
+            if len(joined) > MAX_NAME:
+                # Pieces without end (a hostile stream): keep what there is, refuse at seal.
+                call._pending_error = MissingName(f"the function name grew beyond {MAX_NAME} characters")
+                _note(notes, call, raw, "name_conflict", new=name, old=current)
+            else:
+                call._name = joined
+                _note(notes, call, raw, "name_fragmented", old=current, new=name, joined=joined)
+        else:
+            _note(notes, call, raw, "name_conflict", new=name, old=current)
+    if call._type is None:
+        if ftype:
+            if ftype == "null":
+                _note(notes, call, raw, "type_null")
+            else:
+                call._type = ftype
+                if ftype != "function":
+                    _note(notes, call, raw, "type_unexpected", new=ftype)
+        elif call._metrics.fragments == 0:
+            _note(notes, call, raw, "type_missing")
+    elif ftype == call._type:
+        if call._metrics.fragments == 1:  # a repeated quirk is told once per call
+            _note(notes, call, raw, "type_repeated")
+    elif ftype == "":
+        _note(notes, call, raw, "type_empty")
+    elif ftype == "null":
+        _note(notes, call, raw, "type_null")
+    elif ftype is not None:
+        _note(notes, call, raw, "type_conflict", new=ftype, old=call._type)
+    if extra:
+        call._extra.update(extra)
 
-    def _invalidate(self, error: ToolCallError) -> None:
-        """Turn the call invalid (a failed tool check, a broken contract, an internal fault)."""
-        self._status = "invalid"
-        self._error = error
 
-    def _mark_incomplete(self, reason: str) -> None:
-        """The stream ended (or failed) before this call was sealed."""
-        if self._status == "open":
-            self._status = "incomplete"
-            self._error = CallIncomplete(f"{reason}; the arguments may be truncated", raw=self.arguments)
+def _identity_frozen(
+    owner: CallOwner,
+    call: ToolCall,
+    fid: str | None,
+    name: str | None,
+    ftype: str | None,
+    extra: dict[str, Any] | None,
+    new_id: bool,
+    raw: Any,
+    notes: list[Anomaly],
+    events: list[Event],
+) -> None:
+    """sealed + identity: a late fragment may repeat the identity, never complete or change it."""
+    if fid is not None and fid != call._id:
+        _note(notes, call, raw, "sealed_id", new=fid, old=call._id)
+    if name is not None and name != call._name:
+        _note(notes, call, raw, "sealed_name", new=name, old=call._name)
+
+
+def _disagree(call: ToolCall, what: str, raw: Any, notes: list[Anomaly], events: list[Event]) -> None:
+    notes.append(Anomaly(AnomalyCode.ARGUMENTS_MISMATCH, what, call._choice, call._index, raw))
+    if call._phase in (OPEN, STATED, READY):
+        _to_invalid(
+            call,
+            TransitionRefused(
+                f"{what}: the call is not certainly what the server meant, so it is refused",
+                raw=call.arguments[: call._sample_chars],
+            ),
+            events,
+            None,
+        )
+
+
+def _statement(
+    owner: CallOwner,
+    call: ToolCall,
+    text: str | None,
+    name: str | None,
+    fid: str | None,
+    where: str,
+    adopt: bool,
+    raw: Any,
+    notes: list[Anomaly],
+    events: list[Event],
+) -> None:
+    """open/stated/ready + statement: adopted when nothing streamed, else held to what streamed."""
+    if name is not None and name != call._name:
+        if call._name is None and call._phase == OPEN and name:
+            call._name = name
+        else:
+            _disagree(
+                call,
+                f"the name in {where} ({_show(name)}) differs from {_show(call._name)}",
+                raw,
+                notes,
+                events,
+            )
+            return
+    if fid is not None and fid != call._id and not (fid == "" and call._id is None):
+        if call._id is None and call._phase == OPEN and len(fid) <= owner.limits.max_id_chars:
+            call._id = fid
+        else:
+            _disagree(
+                call,
+                f"the call_id in {where} ({_show(fid)}) differs from {_show(call._id)}",
+                raw,
+                notes,
+                events,
+            )
+            return
+    if text is None:
+        if call._phase == OPEN:
+            _move(call, STATED)
+        return
+    if call._phase == OPEN and call._chars == 0 and call._metrics.bytes == 0:
+        if text and not adopt:
+            _disagree(call, f"{where} states text that never streamed for this call", raw, notes, events)
+            return
+        if text:
+            _append(owner, call, text, False, raw, notes, events, False)
+        if call._phase == OPEN:
+            _move(call, STATED)
+        return
+    if call.arguments != text:
+        _disagree(call, f"the arguments in {where} differ from the text that streamed", raw, notes, events)
+        return
+    if call._phase == OPEN:
+        _move(call, STATED)
+
+
+def _statement_ignored(
+    owner: CallOwner,
+    call: ToolCall,
+    text: str | None,
+    name: str | None,
+    fid: str | None,
+    where: str,
+    adopt: bool,
+    raw: Any,
+    notes: list[Anomaly],
+    events: list[Event],
+) -> None:
+    """invalid/incomplete + statement: already refused or ended; nothing to compare (a limited
+    call holds only a sample)."""
+
+
+def _seal(
+    owner: CallOwner, call: ToolCall, t: float, checks: CallChecks, first: bool, notes: list[Anomaly]
+) -> None:
+    """open/stated + finish: parse once, strictly, then the request's checks (``_seal.py``)."""
+    call._metrics.sealed_at = t
+    text = call.arguments
+    empty = text == ""
+    as_object = empty and checks.empty_as_object(call._name)
+    parsed, error = parse_arguments("{}" if as_object else text)
+    call._parsed = parsed
+    if call._pending_error is not None:
+        error = call._pending_error
+    if error is None:
+        name = call._name
+        if not name:
+            error = MissingName("the call was sealed without a function name", raw=text)
+        elif has_lone_surrogate(name):
+            error = MissingName(
+                "the function name is not valid Unicode (it holds a lone surrogate)", raw=text
+            )
+    if error is None:
+        error = checks.verdict(call, parsed, first, as_object, notes)
+    if error is not None:
+        call._error = error
+        _move(call, INVALID)
+    else:
+        _move(call, READY)
+
+
+def _finish_again(
+    owner: CallOwner, call: ToolCall, t: float, checks: CallChecks, first: bool, notes: list[Anomaly]
+) -> None:
+    """sealed + finish: a second finish changes nothing (the accumulator notes the repeat)."""
+
+
+def _limit(
+    owner: CallOwner, call: ToolCall, error: ToolCallError, text: str, events: list[Event] | None
+) -> None:
+    """open/stated/ready + limit: a bound was exceeded; a sample is kept, the call refused."""
+    _keep_sample(call, text)
+    _to_invalid(call, error, events, None)
+
+
+def _limit_ignored(
+    owner: CallOwner, call: ToolCall, error: ToolCallError, text: str, events: list[Event] | None
+) -> None:
+    """invalid/incomplete + limit: already refused or ended."""
+
+
+def _fault(owner: CallOwner, call: ToolCall, error: ToolCallError, events: list[Event] | None) -> bool:
+    """open/stated/ready + fault: refused (a ready call is withdrawn)."""
+    _to_invalid(call, error, events, None)
+    return True
+
+
+def _fault_ignored(
+    owner: CallOwner, call: ToolCall, error: ToolCallError, events: list[Event] | None
+) -> bool:
+    """invalid/incomplete + fault: already refused or ended."""
+    return False
+
+
+def _end(owner: CallOwner, call: ToolCall, reason: str, t: float | None) -> bool:
+    """open/stated + end: ``incomplete``; the text is kept as it arrived."""
+    call._metrics.sealed_at = call._clock() if t is None else t
+    call._error = CallIncomplete(f"{reason}; the arguments may be truncated", raw=call.arguments)
+    _move(call, INCOMPLETE)
+    return True
+
+
+def _end_ignored(owner: CallOwner, call: ToolCall, reason: str, t: float | None) -> bool:
+    """sealed + end: nothing changes."""
+    return False
+
+
+def _refused_transition(event: str, state: str) -> Callable[..., Any]:
+    """The action for an event a state does not list: the call is refused, never silently kept."""
+
+    def refuse(owner: CallOwner, call: ToolCall, *args: Any) -> Any:
+        if call._phase in (OPEN, STATED, READY):
+            _to_invalid(
+                call,
+                TransitionRefused(f"the event {event!r} is not allowed for a call that is {state}"),
+                None,
+                None,
+            )
+        return False
+
+    return refuse
+
+
+TRANSITIONS: dict[str, dict[str, Callable[..., Any]]] = {
+    OPEN: {
+        FRAGMENT: _append,
+        IDENTITY: _identify,
+        STATEMENT: _statement,
+        FINISH: _seal,
+        LIMIT: _limit,
+        FAULT: _fault,
+        END: _end,
+    },
+    STATED: {
+        FRAGMENT: _after_statement,
+        IDENTITY: _identify,
+        STATEMENT: _statement,
+        FINISH: _seal,
+        LIMIT: _limit,
+        FAULT: _fault,
+        END: _end,
+    },
+    READY: {
+        FRAGMENT: _late,
+        IDENTITY: _identity_frozen,
+        STATEMENT: _statement,
+        FINISH: _finish_again,
+        LIMIT: _limit,
+        FAULT: _fault,
+        END: _end_ignored,
+    },
+    INVALID: {
+        FRAGMENT: _count_only,
+        IDENTITY: _identity_frozen,
+        STATEMENT: _statement_ignored,
+        FINISH: _finish_again,
+        LIMIT: _limit_ignored,
+        FAULT: _fault_ignored,
+        END: _end_ignored,
+    },
+    INCOMPLETE: {
+        FRAGMENT: _count_only,
+        IDENTITY: _identity_frozen,
+        STATEMENT: _statement_ignored,
+        FINISH: _finish_again,
+        LIMIT: _limit_ignored,
+        FAULT: _fault_ignored,
+        END: _end_ignored,
+    },
+}
+"""State -> event -> action: the whole of a call's life. Every state lists every event; an event a
+row lacked would refuse the call (:func:`_refused_transition`), so a change here cannot let one
+pass silently."""
+
+for _state, _row in TRANSITIONS.items():
+    for _event in EVENTS:
+        _row.setdefault(_event, _refused_transition(_event, _state))
+del _state, _row, _event
+
+
+def refuse_internal(owner: CallOwner, call: ToolCall, why: str) -> None:
+    """The last net: toolstitch failed even while refusing; make sure the call is not ready."""
+    owner.refuse(call, InternalFault(why))

@@ -9,11 +9,13 @@ rather than assuming one: only ``ToolCallReady`` means "safe to execute".
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ToolCallError
 from ._anomaly import Anomaly
-from ._call import ToolCall
+
+if TYPE_CHECKING:  # the owner of a call's life (``_call.py``) builds events itself
+    from ._call import ToolCall
 
 __all__ = [
     "AnomalyRecorded",

@@ -34,6 +34,8 @@ class Limits:
       and reasoning text stop being kept (the final message holds what arrived before the bound;
       the anomaly is the marker that it was cut, and the live events still carry every piece);
       unknown fields are dropped.
+    * ``max_id_chars``: a call whose id is longer is ``invalid`` (``LimitExceeded``); the id is
+      never replaced by one of toolstitch's own.
     * ``max_depth``: an unknown provider field nested deeper than this is dropped (a value nested
       900 deep would break serialisation of the final completion and of the history).
     """
@@ -50,6 +52,10 @@ class Limits:
     """Distinct choice indexes in one stream (``n`` is at most 128 at OpenAI)."""
     max_depth: int = 64
     """Nesting depth of an unknown provider field kept for the final message."""
+    max_id_chars: int = 65536
+    """Characters of one call id. Real ids can be long (LiteLLM carries Gemini's thought signature
+    in the id: 5,532 characters in a real recording); an id over the bound refuses its call
+    (``LimitExceeded``) and is never replaced. Ids are counted in ``max_stream_bytes`` too."""
 
     def __post_init__(self) -> None:
         for field in fields(self):

@@ -38,15 +38,11 @@ from ..errors import InBandError, MalformedArguments
 from ._anomaly import Anomaly, AnomalyCode
 from ._call import ToolCall, push, text_size
 from ._events import (
-    ArgumentsComplete,
-    ArgumentsMalformed,
     Event,
     RefusalDelta,
-    ToolCallInvalid,
     ToolCallStarted,
-    arguments_delta,
 )
-from ._route import FURTHER, NEW_ID, SKIP, CallTable, apply_identity, argument_text, open_call, resolve_call
+from ._route import FURTHER, NEW_ID, SKIP, CallTable, argument_text, open_call, resolve_call
 from ._values import (
     CHUNK_KEYS,
     DELTA_KEYS,
@@ -64,8 +60,9 @@ from ._values import (
 
 if TYPE_CHECKING:
     from ._accumulator import Accumulator
+    from ._store import CallStore
 
-__all__ = ["ChoiceState", "append_text", "read_chunk", "read_fragment"]
+__all__ = ["ChoiceState", "open_fragment_call", "read_chunk", "read_fragment"]
 
 
 class ChoiceState:
@@ -86,6 +83,7 @@ class ChoiceState:
         "refusal",
         "role",
         "table",
+        "verdict",
     )
 
     def __init__(self, index: int) -> None:
@@ -105,6 +103,8 @@ class ChoiceState:
         self.duplicated = False
         """Two pieces of one chunk claimed this choice: its calls were refused, and any call it
         opens later is refused too."""
+        self.verdict = 0
+        """How many of its calls were not ready when a finish last decided it (``_store._decide``)."""
         self.guessed = False
         """A piece without a usable choice index was read as this choice (0): if another choice
         turns up, that guess may have been wrong, and the calls it touched are refused."""
@@ -225,7 +225,7 @@ def read_chunk(acc: Accumulator, chunk: Any, events: list[Event], want: bool) ->
                 reason = _finish_reason(acc, state, finish, events)
                 if reason is not None:
                     # The calls this finish may seal: if sealing fails, none of them may stay ready.
-                    sealing = [c for c in state.table.calls if c._status == "open"]
+                    sealing = [c for c in state.table.calls if c.status == "open"]
                     acc._finish(state, reason, events)
         except Exception as exc:
             acc._fault(state, exc, sealing, events)
@@ -387,106 +387,83 @@ def read_fragment(
         for note in notes:
             acc._record(note, None, events)
         return None
-    before = call
+    opening = call is None
     if call is None:
-        call = _open(acc, state, index, entry, notes, events)
+        call = open_fragment_call(acc, state, index, entry, notes, events)
         if call is None:
             return None
     acc._touched = call
-    status = call._status
-    error_before = call._error
     if extra is not None and not acc._keep(extra, "a tool call's unknown fields", state.index, events):
         extra = None
-    if fid is not None or name is not None or ftype is not None or extra is not None or before is None:
-        apply_identity(table, call, fid, name, ftype, extra, bool(flags & NEW_ID), entry, notes)
-        if before is None and call._slot >= acc.limits.max_calls_per_choice:
-            # Refused only after its identity was written, so the refusal names the call.
-            call._exceed_call_limit(acc.limits.max_calls_per_choice, acc._now())
-            status = call._status
-    call._metrics.fragments += 1
-    if status == "open" and (unreadable is not None or flags & FURTHER) and call._pending_error is None:
-        call._pending_error = MalformedArguments(
-            f"a fragment of this call could not be read ({unreadable}): the call may not be what "
-            "the provider sent, so it is refused"
-            if unreadable is not None
-            else "a further JSON value arrived for this call after its arguments were complete, with "
-            "no new id and no name: the call holds the concatenated text and is refused, since the "
-            "later value contradicts the first and neither can be trusted alone",
-            raw=call.arguments,
-        )
+    text: str | None = None
+    replace_all = False
     if arguments:
         # The text to add: as sent, unless a cumulative resend, a replacement, a further value or
         # a sealed call makes it something else (``_route.argument_text``).
-        if status != "open" or replace or flags or table.chains:
+        if call.status != "open" or replace or flags or table.chains:
             text, replace_all = argument_text(
                 table, call, arguments, replace, bool(flags & FURTHER), entry, notes
             )
         else:
-            text, replace_all = arguments, False
-            if call._chars == 0:
+            text = arguments
+            if call.chars == 0:
                 argument_text(table, call, arguments, False, False, entry, notes)
-        if text is not None:
-            append_text(acc, call, text, replace_all, entry, notes, events, want)
-    if call._error is not error_before and call._status == "invalid" and call._error is not None:
-        # A limit, or a late fragment for a sealed call, turned the call invalid: say so, so that an
-        # executor acting on ToolCallReady hears that the call must not run after all.
-        events.append(ToolCallInvalid(call, call._error))
-    for note in notes:
-        acc._record(note, call, events)
+    owner = acc._owner
+    if (
+        opening
+        or fid is not None
+        or name is not None
+        or ftype is not None
+        or extra is not None
+        or unreadable is not None
+        or flags
+        or notes
+    ):
+        taint = None
+        if unreadable is not None:
+            taint = MalformedArguments(
+                f"a fragment of this call could not be read ({unreadable}): the call may not be what "
+                "the provider sent, so it is refused",
+                raw=call.arguments,
+            )
+        elif flags & FURTHER:
+            taint = MalformedArguments(
+                "a further JSON value arrived for this call after its arguments were complete, with "
+                "no new id and no name: the call holds the concatenated text and is refused, since the "
+                "later value contradicts the first and neither can be trusted alone",
+                raw=call.arguments,
+            )
+        owner.take(
+            call,
+            text=text,
+            id=fid,
+            name=name,
+            type=ftype,
+            extra=extra,
+            replace=replace_all,
+            new_id=bool(flags & NEW_ID),
+            taint=taint,
+            opening=opening,
+            raw=entry,
+            notes=notes,
+            events=events,
+            want=want,
+        )
+        if fid is not None and call.id == fid:
+            table.by_id.setdefault(fid, call)
+        for note in notes:
+            acc._record(note, call, events)
+    elif text is not None and call.status == "open":
+        owner.text(call, text, events, want)  # the common case: a plain continuation
+    else:
+        owner.take(call, text=text, raw=entry, notes=notes, events=events, want=want)
+        for note in notes:
+            acc._record(note, call, events)
     return call
 
 
-def append_text(
-    acc: Accumulator,
-    call: ToolCall,
-    text: str,
-    replace_all: bool,
-    raw: Any,
-    notes: list[Anomaly],
-    events: list[Event],
-    want: bool,
-) -> None:
-    """Keep a fragment's argument text in ``call``, within the call's and the stream's bounds: the
-    one place where argument text is kept, for both readers (chunks here, Responses events in
-    ``_responses.py``). ``replace_all``: the text replaces what the call holds (sent whole)."""
-    status = call._status
-    size = len(text) if text.isascii() else text_size(text)
-    if status == "open" and not acc._charge(size, "argument text", call._choice, events):
-        call._exceed("max_stream_bytes", acc.limits.max_stream_bytes, "" if replace_all else text, acc._now())
-        return
-    if replace_all:
-        call._replace_arguments(text)
-        kept = call._status == "open"
-    else:
-        kept = call._append(text, size)
-    if kept:
-        if want:
-            _arguments_events(call, text, events)
-    elif status != "open" and call._error is not None and not acc._is_limit(call._error):
-        notes.append(
-            Anomaly(
-                AnomalyCode.FRAGMENT_AFTER_FINISH,
-                "argument text arrived for a sealed call; the call was refused",
-                raw=raw,
-            )
-        )
-
-
-def _arguments_events(call: ToolCall, text: str, events: list[Event]) -> None:
-    """``ArgumentsDelta``, and what the scanner now says (asked only because events are read)."""
-    scanner = call._scanner
-    was_complete = scanner.complete
-    had_error = scanner.error is not None
-    events.append(arguments_delta(call, text))
-    scanner = call._scan()
-    if scanner.complete and not was_complete:
-        events.append(ArgumentsComplete(call))
-    if scanner.error is not None and not had_error:
-        events.append(ArgumentsMalformed(call, scanner.error, scanner.error_at))
-
-
-def _open(
-    acc: Accumulator, state: ChoiceState, index: int, raw: Any, notes: list[Anomaly], events: list[Event]
+def open_fragment_call(
+    acc: CallStore, state: ChoiceState, index: int, raw: Any, notes: list[Anomaly], events: list[Event]
 ) -> ToolCall | None:
     """Open the call a fragment starts, or None past ``Limits.max_calls_per_choice`` (counted)."""
     table = state.table
@@ -506,11 +483,14 @@ def _open(
         )
         return None
     t = acc._now()
-    call = open_call(table, state.index, index, limits, t, acc._clock)
+    call = open_call(table, acc._owner, state.index, index, t)
     acc._live.append(call)
     if state.duplicated:
-        call._pending_error = MalformedArguments(
-            "its choice was claimed by two pieces of one chunk, so its text cannot be told apart"
+        acc._owner.taint(
+            call,
+            MalformedArguments(
+                "its choice was claimed by two pieces of one chunk, so its text cannot be told apart"
+            ),
         )
     if acc.metrics.first_tool_call_at is None:
         acc.metrics.first_tool_call_at = t

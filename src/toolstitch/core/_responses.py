@@ -5,12 +5,12 @@ item (a ``function_call``, a ``message``, a ``reasoning`` item ...),
 ``response.function_call_arguments.delta`` carries a piece of a call's argument text,
 ``response.function_call_arguments.done`` and ``response.output_item.done`` close the item, and
 ``response.completed`` (or ``.incomplete``, ``.failed``, an ``error`` event) ends the response.
-This module reads those events into the core's own state: the calls are :class:`ToolCall` objects
-in the accumulator's call table (choice 0), written by the same methods, sealed and checked by the
-same :class:`~._seal.CallChecks`, bounded by the same :class:`Limits`, and every repair is an
-:class:`Anomaly` recorded the same way. :class:`ResponseAccumulator` is an
-:class:`~._accumulator.Accumulator` whose ``feed`` reads Responses events; everything else
-(recording anomalies, the stream budget, refusing calls on a fault, ending) is the accumulator's.
+This module only translates those events into the owner's events (``_call.py``: fragment,
+identity, statement, finish, fault, end); the calls are :class:`ToolCall` objects in the store's
+call table (choice 0), sealed and checked by the same :class:`~._seal.CallChecks`, bounded by the
+same :class:`Limits`, and every repair is an :class:`Anomaly` recorded the same way.
+:class:`ResponseAccumulator` is a sibling of the chat :class:`~._accumulator.Accumulator`: both
+stand on ``_store.CallStore``, and neither inherits the other's API.
 
 The rules, this API's own ways to fail closed (rule 9 of docs/design.md):
 
@@ -18,11 +18,14 @@ The rules, this API's own ways to fail closed (rule 9 of docs/design.md):
   ``output_item.added`` announced its ``item_id``, never a call found by position. A delta without
   a readable ``item_id`` refuses every open call (it could be anyone's); one for an id nobody
   announced is kept by no call, and a call that later claims that id is refused.
-* **The deltas are the text; every other statement of it must agree.** The ``arguments`` of
-  ``response.function_call_arguments.done``, of the ``response.output_item.done`` item and of the
-  final response's item must equal the deltas, and their ``name`` and ``call_id`` the call's:
-  otherwise the call is ``invalid`` (``arguments_mismatch``). Only when no delta arrived at all is
+* **The deltas are the text; every other statement of it must agree, and freezes it.** The
+  ``arguments`` of ``response.function_call_arguments.done``, of the ``response.output_item.done``
+  item and of the final response's item must equal the deltas, and their ``name`` and ``call_id``
+  the call's: otherwise the call is ``invalid`` (``arguments_mismatch``). Once a statement came,
+  any further delta refuses the call, whitespace included. Only when no delta arrived at all is
   the whole text read from one of them (``arguments_without_deltas``).
+* **One item, one call.** A final output that lists an item twice, or two items that claim one
+  ``call_id``, refuses the calls concerned; no copy becomes a second call.
 * **Sealed at the end of a completed response.** A call is sealed (parsed, checked against the
   request's tools, ``tool_choice`` and ``parallel_tool_calls``) once ``response.completed`` arrives,
   and only if its ``response.output_item.done`` said ``status: "completed"`` (or no status at all,
@@ -36,21 +39,21 @@ Tools and ``tool_choice`` come in this API's flat shape (``{"type": "function", 
 "parameters": ..., "strict": ...}``); :func:`chat_tools` and :func:`chat_tool_choice` give them in
 the shape the checks read, in one place.
 
-The final :class:`openai.types.responses.Response` is the one the server sent in its final event
-(built once, at the end), with each ``function_call`` item's ``call_id`` as the call's (a
-synthesized one when the server sent none); when that response carries no ``output``, it is built
-from the ``response.output_item.done`` items.
+The final :class:`openai.types.responses.Response` is the one the server sent in its final event,
+exactly as the SDK decoded it: toolstitch never rebuilds it. Where it disagrees with the stream
+(an empty ``output`` after a streamed call, other arguments), the calls concerned are refused and
+the disagreement is an anomaly.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict
 from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from ..errors import InBandError, IncompleteStreamError, InternalFault, LimitExceeded, MalformedArguments
-from ._accumulator import Accumulator, _ordered
+from ..errors import InBandError, IncompleteStreamError, MalformedArguments, TransitionRefused
 from ._anomaly import Anomaly, AnomalyCode
 from ._call import ToolCall
 from ._events import (
@@ -60,12 +63,12 @@ from ._events import (
     ReasoningDelta,
     RefusalDelta,
     ToolCallIncomplete,
-    ToolCallInvalid,
 )
 from ._limits import Limits, retained
-from ._read import ChoiceState, _open, append_text
+from ._read import ChoiceState, open_fragment_call
 from ._schema import _as_mapping
-from ._serialisable import serialisable
+from ._seal import CallChecks
+from ._store import CallStore, ordered
 from ._values import MAX_LABEL, Shape, clean_str, opt_int, opt_str, read_index, show
 from ._values import read_object as _read_object
 
@@ -183,16 +186,12 @@ def response_class() -> Any:
 class _Item:
     """One ``function_call`` item of the response: its call and what the stream said of it."""
 
-    __slots__ = ("call", "closed", "deltas", "item_id", "output_index", "whole")
+    __slots__ = ("call", "closed", "item_id", "output_index")
 
     def __init__(self, item_id: str | None, output_index: int, call: ToolCall | None) -> None:
         self.item_id = item_id
         self.output_index = output_index
         self.call = call
-        self.deltas = False
-        """At least one non-empty argument delta arrived for it."""
-        self.whole = False
-        """Its text was read whole from a statement of it (no delta arrived)."""
         self.closed = False
         """Its ``response.output_item.done`` said ``status: "completed"``."""
 
@@ -216,7 +215,7 @@ def _dump(value: Any) -> Any:
     return value
 
 
-class ResponseAccumulator(Accumulator):
+class ResponseAccumulator(CallStore):
     """Merges Responses API stream events into checked tool calls and one final ``Response``.
 
     Takes what :class:`~toolstitch.Accumulator` takes: ``tools`` (the request's, in either API's
@@ -225,8 +224,10 @@ class ResponseAccumulator(Accumulator):
     ``empty_arguments``, ``started_at`` and ``clock``. :meth:`feed` takes one event (the SDK's
     ``ResponseStreamEvent`` objects, or dicts as decoded from SSE); :meth:`read_response` takes a
     whole ``Response`` that was not streamed. ``tool_calls`` are the calls in output order;
-    :meth:`get_final_response` builds the SDK's ``Response``.
+    :meth:`get_final_response` returns the SDK's ``Response`` the server sent.
     """
+
+    _unit = "event"
 
     def __init__(
         self,
@@ -239,15 +240,19 @@ class ResponseAccumulator(Accumulator):
         tool_choice: Any = None,
         parallel_tool_calls: Any = None,
     ) -> None:
-        super().__init__(
-            chat_tools(tools) if tools is not None else None,
-            limits=limits,
+        if limits is not None and not isinstance(limits, Limits):
+            raise TypeError("limits must be a toolstitch.Limits")
+        limits = limits or Limits()
+        tool_list = chat_tools(tools) if tools is not None else None
+        checks = CallChecks(
+            tool_list,
             empty_arguments=empty_arguments,
-            started_at=started_at,
-            clock=clock,
             tool_choice=chat_tool_choice(tool_choice),
             parallel_tool_calls=parallel_tool_calls,
         )
+        super().__init__(checks, limits, started_at, clock)
+        self._offers_none = tool_list == []
+        self._empty_arguments: Literal["invalid", "object"] = empty_arguments
         self._items: dict[str, _Item] = {}
         """Function-call items by item id."""
         self._anonymous: list[_Item] = []
@@ -256,13 +261,10 @@ class ResponseAccumulator(Accumulator):
         """Every function-call item, by ``id()`` of its call."""
         self._orphans: set[str] = set()
         self._orphans_lost = False
-        self._outputs: dict[int, Any] = {}
-        """Every ``response.output_item.done`` item, by output index (for a final response
-        without ``output``)."""
         self._snapshot: Any = None
         """The latest response object of ``response.created`` / ``.in_progress`` / ``.queued``."""
         self._final: Any = None
-        """The response object of the final event (``response.completed`` ...)."""
+        """The response object of the final event (``response.completed`` ...), as decoded."""
         self.status: str | None = None
         """How the response ended: ``"completed"``, ``"incomplete"``, ``"failed"``, ``"error"``, or
         None while no final event arrived."""
@@ -272,26 +274,44 @@ class ResponseAccumulator(Accumulator):
 
     @property
     def check_options(self) -> dict[str, Any]:
-        """The accumulator's options (see :attr:`Accumulator.check_options`), and ``api:
-        "responses"``: a recording says which reader its events are for."""
-        return {**super().check_options, "api": "responses"}
+        """How this accumulator checks calls, as plain data (as :attr:`Accumulator.check_options`),
+        and ``api: "responses"``: a recording says which reader its events are for."""
+        options: dict[str, Any] = {
+            "limits": asdict(self.limits),
+            "empty_arguments": self._empty_arguments,
+            "recover_text_tool_calls": False,
+        }
+        if self._offers_none:
+            options["tools_offered"] = "none"
+        options["api"] = "responses"
+        return options
+
+    @property
+    def usage(self) -> Any:
+        """The usage of the final response (or of the latest snapshot)."""
+        return self._usage
 
     # -- feeding -----------------------------------------------------------------------------
-
-    _unit = "event"
 
     def feed(self, chunk: Any, seq: int | None = None, *, events: bool = True) -> Sequence[Event]:
         """Take one Responses stream event (an SDK event object or a dict) and return what happened.
 
         ``seq`` works as for :meth:`Accumulator.feed` (a transport's own sequence number; the
         event's ``sequence_number`` is checked on its own). Never raises: a failure inside
-        toolstitch refuses every call the event could have touched. (The accumulator's own
-        ``feed``, with this class's reader: :meth:`_read`.)
+        toolstitch refuses every call the event could have touched.
         """
         return super().feed(chunk, seq, events=events)
 
     def _in_band_error(self) -> None:
         self.status = self.status or "error"
+
+    def _late_input(self, chunk: Any, events: list[Event]) -> None:
+        """A final event after the end (an ``error`` event ended the input): it would finish the
+        response again, so the guard hears of it when a call is not ready (bounded)."""
+        read = read_object(chunk, _EVENT_KEYS)
+        kind = read[0].get("type") if read is not None else None
+        if kind in _TERMINAL and len(self.finished) < 64 and any(c.status != "ready" for c in self.calls()):
+            self.finished.append(0)
 
     def read_response(self, response: Any) -> Sequence[Event]:
         """Read a whole ``Response`` that was not streamed (an SDK object or a dict), as the final
@@ -339,11 +359,11 @@ class ResponseAccumulator(Accumulator):
         elif kind == "response.output_item.added":
             self._added(fields, event, out, want)
         elif kind == "response.function_call_arguments.done":
-            self._arguments_done(fields, event, out, want)
+            self._arguments_done(fields, event, out)
         elif kind == "response.output_item.done":
-            self._item_done(fields, event, out, want)
+            self._item_done(fields, event, out)
         elif kind in _TERMINAL or kind == "response.unfinished":
-            self._terminal(kind, get("response"), event, out, want)
+            self._terminal(kind, get("response"), event, out)
         elif kind == "error":
             body = {k: fields[k] for k in ("code", "message", "param") if fields.get(k) is not None}
             raise InBandError(body or {"message": "an error event without a message"})
@@ -430,7 +450,7 @@ class ResponseAccumulator(Accumulator):
         if state is None:
             return None
         index = self._output_index(output_index, state, raw, notes)
-        call = _open(self, state, index, raw, notes, out)
+        call = open_fragment_call(self, state, index, raw, notes, out)
         iid, unreadable = (
             clean_str(ifields.get("id"), "id", notes, raw) if ifields.get("id") is not None else (None, None)
         )
@@ -439,32 +459,39 @@ class ResponseAccumulator(Accumulator):
         item = _Item(iid, index, call)
         self._by_call[id(call)] = item
         self._touched = call
-        call._type = "function"
         fid = ifields.get("call_id")
         name = ifields.get("name")
         why = unreadable
         if fid is not None:
             fid, bad = clean_str(fid, "call_id", notes, raw)
             why = why or bad
-            if fid is not None:
-                call._id = fid
-                state.table.by_id.setdefault(fid, call)
         if name is not None:
             name, bad = clean_str(name, "name", notes, raw)
             why = why or bad
-            call._name = name
-        if call._slot >= self.limits.max_calls_per_choice:
-            call._exceed_call_limit(self.limits.max_calls_per_choice, self._now())
+        taint = None
         if why is not None:
-            call._pending_error = MalformedArguments(
+            taint = MalformedArguments(
                 f"the item could not be read ({why}): the call may not be what the server sent"
             )
+        elif iid is not None and iid in self._orphans:
+            taint = MalformedArguments(
+                "argument text arrived for this item before the item was announced: the call may "
+                "not hold everything that arrived for it"
+            )
+        self._owner.take(
+            call,
+            id=fid,
+            name=name,
+            type="function",
+            opening=True,
+            taint=taint,
+            raw=raw,
+            notes=notes,
+            events=out,
+        )
+        if fid is not None and call.id == fid:
+            state.table.by_id.setdefault(fid, call)
         if iid is not None:
-            if iid in self._orphans:
-                call._pending_error = MalformedArguments(
-                    "argument text arrived for this item before the item was announced: the call may "
-                    "not hold everything that arrived for it"
-                )
             self._items[iid] = item
         else:
             notes.append(
@@ -486,11 +513,11 @@ class ResponseAccumulator(Accumulator):
                 return found
         if call_id is not None:
             for item in self._anonymous:
-                if item.call is not None and item.call._id == call_id:
+                if item.call is not None and item.call.id == call_id:
                     return item
             if iid is None:
                 for item in self._items.values():
-                    if item.call is not None and item.call._id == call_id:
+                    if item.call is not None and item.call.id == call_id:
                         return item
         return None
 
@@ -527,13 +554,12 @@ class ResponseAccumulator(Accumulator):
                     # OpenAI announces an item with "" and streams the text; a server that
                     # announces some of it has it read as the first piece, held to the same
                     # statements (``.done``, ``output_item.done``).
-                    item.deltas = True
-                    self._append(item, arguments, raw, out, notes, want)
+                    self._owner.take(call, text=arguments, raw=raw, notes=notes, events=out, want=want)
             elif arguments is not None:
                 notes.append(
                     Anomaly(AnomalyCode.ARGUMENTS_NOT_STRING, f"arguments was {show(arguments)}", raw=raw)
                 )
-                call._pending_error = MalformedArguments("the announced arguments were not text")
+                self._owner.taint(call, MalformedArguments("the announced arguments were not text"))
         for note in notes:
             self._record(note, call, out)
 
@@ -552,9 +578,9 @@ class ResponseAccumulator(Accumulator):
             return
         self._touched = call
         notes: list[Anomaly] = []
-        call._metrics.fragments += 1
+        taint = None
         index = fields.get("output_index")
-        if index is not None and index != item.output_index and call._status == "open":
+        if index is not None and index != item.output_index and call.status == "open":
             notes.append(
                 Anomaly(
                     AnomalyCode.MALFORMED_CHUNK,
@@ -563,39 +589,22 @@ class ResponseAccumulator(Accumulator):
                     raw=raw,
                 )
             )
-            call._pending_error = call._pending_error or MalformedArguments(
+            taint = MalformedArguments(
                 "a delta of this item named another output_index: which text is whose cannot be told"
             )
         delta = fields.get("delta")
         if type(delta) is not str:
             notes.append(Anomaly(AnomalyCode.ARGUMENTS_NOT_STRING, f"delta was {show(delta)}", raw=raw))
-            if call._status == "open":
-                call._pending_error = call._pending_error or MalformedArguments(
-                    f"a delta of this call was {type(delta).__name__}, not text: the call may not be "
-                    "what the server sent"
-                )
-        elif delta:
-            if item.whole:
-                item.whole = False  # the whole text was read before: a delta now contradicts it
-                self._mismatch(call, "an argument delta arrived after its whole text", raw, out)
-            elif item.closed and call._status == "open":
-                self._mismatch(call, "an argument delta arrived after its output_item.done", raw, out)
-            else:
-                item.deltas = True
-                self._append(item, delta, raw, out, notes, want)
+            taint = taint or MalformedArguments(
+                f"a delta of this call was {type(delta).__name__}, not text: the call may not be "
+                "what the server sent"
+            )
+            delta = None
+        # A delta after the call's text was stated (``.done``, ``output_item.done``) or sealed is
+        # refused by the owner's table, whitespace included.
+        self._owner.take(call, text=delta or None, taint=taint, raw=raw, notes=notes, events=out, want=want)
         for note in notes:
             self._record(note, call, out)
-
-    def _append(
-        self, item: _Item, text: str, raw: Any, out: list[Event], notes: list[Anomaly], want: bool
-    ) -> None:
-        """Append argument text to the item's call, against the stream budget (as the chat reader)."""
-        call = item.call
-        assert call is not None
-        error_before = call._error
-        append_text(self, call, text, False, raw, notes, out, want)
-        if call._error is not error_before and call._status == "invalid" and call._error is not None:
-            out.append(ToolCallInvalid(call, call._error))
 
     def _orphan(self, iid: str, raw: Any, out: list[Event]) -> None:
         if len(self._orphans) < _MAX_ORPHANS:
@@ -614,82 +623,68 @@ class ResponseAccumulator(Accumulator):
             out,
         )
 
-    def _mismatch(self, call: ToolCall, what: str, raw: Any, out: list[Event]) -> None:
-        """A statement of the call contradicts what streamed: refuse it (frozen from now on)."""
+    def _disagree(self, call: ToolCall, what: str, raw: Any, out: list[Event]) -> None:
+        """The response contradicts what streamed for ``call``: refused (the owner's fault event)."""
         self._record(Anomaly(AnomalyCode.ARGUMENTS_MISMATCH, what, raw=raw), call, out)
-        if call._status in ("open", "ready"):
-            if call._status == "open":
-                call._metrics.sealed_at = self._now()
-            error = MalformedArguments(
+        self._owner.refuse(
+            call,
+            TransitionRefused(
                 f"{what}: the call is not certainly what the server meant, so it is refused",
-                raw=call.arguments,
-            )
-            call._invalidate(error)
-            out.append(ToolCallInvalid(call, error))
+                raw=call.arguments[: self.limits.sample_chars],
+            ),
+            out,
+        )
 
     def _settle(
         self, item: _Item, ifields: Mapping[str, Any], where: str, raw: Any, out: list[Event]
     ) -> None:
-        """Hold a statement of the item (its arguments, name and call id in ``where``) to the call."""
+        """A statement of the item (its arguments, name and call id) for the owner to hold to the call."""
         call = item.call
         if call is None:
             return
         self._touched = call
+        notes: list[Anomaly] = []
         name = ifields.get("name")
-        if name is not None and call._name is None and call._status == "open":
-            notes: list[Anomaly] = []
-            call._name, _ = clean_str(name, "name", notes, raw)
-            for note in notes:
-                self._record(note, call, out)
-        elif name is not None and name != call._name:
-            self._mismatch(
-                call, f"the name in {where} ({show(name)}) differs from {show(call._name)}", raw, out
-            )
+        if name is not None and type(name) is not str:
+            self._disagree(call, f"the name in {where} was {show(name)}, not text", raw, out)
+            return
         fid = ifields.get("call_id")
-        if fid is not None and call._id is None and call._status == "open" and type(fid) is str and fid:
-            call._id = fid
-        elif fid is not None and fid != call._id and not (fid == "" and call._id is None):
-            self._mismatch(
-                call, f"the call_id in {where} ({show(fid)}) differs from {show(call._id)}", raw, out
-            )
+        if fid is not None and type(fid) is not str:
+            self._disagree(call, f"the call_id in {where} was {show(fid)}, not text", raw, out)
+            return
         text = ifields.get("arguments")
-        if text is None:
-            return  # no statement of the text (absent, or null: the SDK's value for absent)
-        if type(text) is not str:
-            self._mismatch(call, f"the arguments in {where} were {show(text)}, not text", raw, out)
+        if text is not None and type(text) is not str:
+            self._disagree(call, f"the arguments in {where} were {show(text)}, not text", raw, out)
             return
-        if _limited(call):
-            return  # only a sample of the text was kept: nothing to compare
-        if not item.deltas and call._chars == 0 and not item.whole:
-            if text:
-                if self._orphans or self._orphans_lost:
-                    self._mismatch(
-                        call,
-                        "argument deltas arrived for an item nobody announced, and this call received "
-                        "none: its text may be among them",
-                        raw,
-                        out,
+        adopt = not (self._orphans or self._orphans_lost)
+        if text and call.chars == 0 and call.metrics.bytes == 0 and not call.stated:
+            if not adopt:
+                self._disagree(
+                    call,
+                    "argument deltas arrived for an item nobody announced, and this call received "
+                    "none: its text may be among them",
+                    raw,
+                    out,
+                )
+                return
+            if not self._whole:
+                notes.append(
+                    Anomaly(
+                        AnomalyCode.ARGUMENTS_WITHOUT_DELTAS,
+                        f"no argument delta arrived; the whole text was read from {where}",
                     )
-                    return
-                item.whole = True
-                if not self._whole:
-                    self._record(
-                        Anomaly(
-                            AnomalyCode.ARGUMENTS_WITHOUT_DELTAS,
-                            f"no argument delta arrived; the whole text was read from {where}",
-                        ),
-                        call,
-                        out,
-                    )
-                notes = []
-                self._append(item, text, raw, out, notes, False)
-                for note in notes:
-                    self._record(note, call, out)
-            return
-        if call.arguments != text:
-            self._mismatch(call, f"the arguments in {where} differ from the deltas", raw, out)
+                )
+        self._owner.state(
+            call, text=text, name=name, id=fid, where=where, adopt=adopt, raw=raw, notes=notes, events=out
+        )
+        if fid and call.id == fid:
+            state = self._choices.get(0)
+            if state is not None:
+                state.table.by_id.setdefault(fid, call)
+        for note in notes:
+            self._record(note, call, out)
 
-    def _arguments_done(self, fields: Mapping[str, Any], raw: Any, out: list[Event], want: bool) -> None:
+    def _arguments_done(self, fields: Mapping[str, Any], raw: Any, out: list[Event]) -> None:
         iid = fields.get("item_id")
         item = self._items.get(iid) if type(iid) is str else None
         if item is None:
@@ -704,11 +699,11 @@ class ResponseAccumulator(Accumulator):
                 out,
             )
             return
-        self._settle(item, {"arguments": fields.get("arguments")}, "function_call_arguments.done", raw, out)
-        if fields.get("name") is not None:  # newer servers repeat the name here
-            self._settle(item, {"name": fields.get("name")}, "function_call_arguments.done", raw, out)
+        # Newer servers repeat the name here.
+        statement = {"arguments": fields.get("arguments"), "name": fields.get("name")}
+        self._settle(item, statement, "function_call_arguments.done", raw, out)
 
-    def _item_done(self, fields: Mapping[str, Any], raw: Any, out: list[Event], want: bool) -> None:
+    def _item_done(self, fields: Mapping[str, Any], raw: Any, out: list[Event]) -> None:
         item_value = fields.get("item")
         read = read_object(item_value, _ITEM_KEYS)
         if read is None:
@@ -717,7 +712,6 @@ class ResponseAccumulator(Accumulator):
         ifields = read[0]
         output_index = fields.get("output_index")
         if ifields.get("type") != "function_call":
-            self._keep_output(output_index, item_value, out)
             return
         iid = ifields.get("id")
         call_id = ifields.get("call_id")
@@ -742,7 +736,6 @@ class ResponseAccumulator(Accumulator):
         call = item.call
         for note in notes:
             self._record(note, call, out)
-        self._outputs.setdefault(item.output_index, item)
         self._settle(item, ifields, "output_item.done", raw, out)
         self._close(item, ifields.get("status"), "its response.output_item.done", raw, out)
 
@@ -752,15 +745,14 @@ class ResponseAccumulator(Accumulator):
         and no second call is opened for the claim. True when that was the case."""
         if type(call_id) is not str or not call_id:
             return False
-        claimed = [c for c in self._by_call_calls() if c._id == call_id]
+        claimed = [
+            item.call for item in self._by_call.values() if item.call is not None and item.call.id == call_id
+        ]
         for call in claimed:
-            self._mismatch(
+            self._disagree(
                 call, f"an item of another id in {where} claims its call_id {show(call_id)}", raw, out
             )
         return bool(claimed)
-
-    def _by_call_calls(self) -> list[ToolCall]:
-        return [item.call for item in self._by_call.values() if item.call is not None]
 
     def _close(self, item: _Item, status: Any, where: str, raw: Any, out: list[Event]) -> None:
         """The item's statement says it is done: ``completed`` closes it (it is sealed with the
@@ -786,22 +778,19 @@ class ResponseAccumulator(Accumulator):
             return
         self._record(
             Anomaly(
-                AnomalyCode.ITEM_NOT_DONE,
-                f"{where} said status {show(status)}, not 'completed'",
-                raw=raw,
+                AnomalyCode.ITEM_NOT_DONE, f"{where} said status {show(status)}, not 'completed'", raw=raw
             ),
             call,
             out,
         )
-        if call._status == "open":
-            call._metrics.sealed_at = self._now()
-            call._mark_incomplete(f"{where} said status {show(status)}, not 'completed'")
+        if self._owner.end(call, f"{where} said status {show(status)}, not 'completed'", self._now()):
             out.append(ToolCallIncomplete(call))
 
     def _shallow(self, value: Any, what: str, out: list[Event]) -> bool:
         """May a response object be kept for the final response? Not when nested deeper than
-        ``Limits.max_depth``. It is not charged to ``max_stream_bytes``: it is one object the SDK
-        decoded (the next one replaces it), and the function calls' text in it is only compared."""
+        ``Limits.max_depth``. It is not charged to ``max_stream_bytes``: it is the one object the
+        SDK decoded and hands out itself (the next one replaces it); toolstitch only compares
+        the function calls' text in it."""
         if retained(value, self.limits.max_depth) >= 0:
             return True
         self._record(
@@ -813,17 +802,6 @@ class ResponseAccumulator(Accumulator):
             out,
         )
         return False
-
-    def _keep_output(self, output_index: Any, item: Any, out: list[Event]) -> None:
-        index = opt_int(output_index)
-        if (
-            index is None
-            or index in self._outputs
-            or len(self._outputs) >= 4 * self.limits.max_calls_per_choice
-        ):
-            return
-        if self._keep(item, "an output item", 0, out):
-            self._outputs[index] = item
 
     # -- the end of the response -------------------------------------------------------------
 
@@ -846,13 +824,20 @@ class ResponseAccumulator(Accumulator):
             self._usage = None  # a snapshot's usage is replaced by the final one, not "repeated"
             self._take_usage(usage, out)
 
-    def _terminal(self, kind: str, response: Any, raw: Any, out: list[Event], want: bool) -> None:
+    def _terminal(self, kind: str, response: Any, raw: Any, out: list[Event]) -> None:
+        state = self._state(out)
         if self.status is not None:
-            return  # a second final event changes nothing (recorded as an event after the end)
+            # A second final event changes nothing (recorded as an event after the end), but it
+            # finishes the response again: the guard hears of it if its calls changed since.
+            if state is not None:
+                self._decide(state, False)
+            return
         read = read_object(response, _RESPONSE_KEYS)
         if read is None:
             self._damaged(None, f"{kind} without a readable response", raw, out)
             self.status = "failed"
+            if state is not None:
+                self._decide(state, True)
             self.end(InBandError({"message": f"{kind} carried no readable response"}))
             return
         get = read[0].get
@@ -861,8 +846,9 @@ class ResponseAccumulator(Accumulator):
         self._take_response_envelope(response, out)
         status = _TERMINAL.get(kind)
         said = get("status")
-        if status == "completed" and said not in ("completed", None):
-            # The event says completed, the response says otherwise: the worse one is believed.
+        if status == "completed" and said != "completed":
+            # The event says completed, the response says otherwise (or nothing readable): the
+            # worse one is believed.
             self._record(
                 Anomaly(
                     AnomalyCode.RESPONSE_NOT_COMPLETED,
@@ -874,41 +860,36 @@ class ResponseAccumulator(Accumulator):
             )
             status = "incomplete"
         self.status = status or (said if type(said) is str and len(said) <= MAX_LABEL else "unfinished")
-        output = get("output")
-        listed = self._reconcile(output, raw, out)
-        state = self._state(out)
+        self._reconcile(get("output"), raw, out, self.status == "completed")
         if state is None:
             return
-        calls = _ordered(state.table.calls)
+        calls = ordered(state.table.calls)
+        owner = self._owner
         if self.status == "completed":
-            for call in calls:
-                if call._status == "open" and id(call) not in listed and output:
-                    self._mismatch(call, "the final response does not list this call", raw, out)
             closing = []
             for call in calls:
-                if call._status != "open":
+                if call.status != "open":
                     continue
-                item = self._item_of(call)
+                item = self._by_call.get(id(call))
                 if item is not None and item.closed:
                     closing.append(call)
-                else:
-                    self._record(
-                        Anomaly(
-                            AnomalyCode.ITEM_NOT_DONE,
-                            "the response completed, but this call's output_item.done never said 'completed'",
-                        ),
-                        call,
-                        out,
-                    )
-                    call._metrics.sealed_at = self._now()
-                    call._mark_incomplete("its response.output_item.done never arrived")
+                    continue
+                self._record(
+                    Anomaly(
+                        AnomalyCode.ITEM_NOT_DONE,
+                        "the response completed, but this call's output_item.done never said 'completed'",
+                    ),
+                    call,
+                    out,
+                )
+                if owner.end(call, "its response.output_item.done never arrived", self._now()):
                     out.append(ToolCallIncomplete(call))
             state.finish_reason = "tool_calls" if calls else "stop"
             state.finish_reasons.append(state.finish_reason)
             self._seal_calls(state, closing, self._now(), out)
             if calls:
                 self._ensure_ids(state, calls)
-            self.finished.append(0)
+            self._decide(state, True)
             out.append(ChoiceFinished(0, "completed"))
             return
         details = get("incomplete_details")
@@ -916,38 +897,40 @@ class ResponseAccumulator(Accumulator):
         why = f"the response ended {self.status}" + (f" ({show(reason)})" if reason is not None else "")
         self._record(Anomaly(AnomalyCode.RESPONSE_NOT_COMPLETED, why, raw=None), None, out)
         for call in calls:
-            if call._status == "open":
-                call._metrics.sealed_at = self._now()
-                call._mark_incomplete(why)
+            if owner.end(call, why, self._now()):
                 out.append(ToolCallIncomplete(call))
         if calls:
             self._ensure_ids(state, calls)
+        self._decide(state, True)
         if self.status == "failed":
             error = get("error")
             body = _dump(error) if error is not None else {"message": why}
             out.extend(self.end(InBandError(body)))
 
-    def _item_of(self, call: ToolCall) -> _Item | None:
-        return self._by_call.get(id(call))
-
-    def _reconcile(self, output: Any, raw: Any, out: list[Event]) -> set[int]:
-        """Hold each ``function_call`` item of the final response to its call (or read it whole when
-        it never streamed). Returns the ids (``id()``) of the calls the output lists."""
-        listed: set[int] = set()
+    def _reconcile(self, output: Any, raw: Any, out: list[Event], completed: bool) -> None:
+        """Hold the final response's ``function_call`` items to the calls: each is a statement of
+        its call (or, never streamed, the call read whole). An item listed twice, two items
+        claiming one ``call_id``, or a streamed call the output leaves out, refuse the calls
+        concerned (the response is the server's, so the disagreement cannot be repaired)."""
+        streamed = [item.call for item in self._by_call.values() if item.call is not None]
         if output is None or (type(output) is list and not output):
-            if (self._items or self._anonymous or self._outputs) and not self._whole:
+            if streamed and not self._whole and completed:
                 self._record(
                     Anomaly(
                         AnomalyCode.OUTPUT_MISSING,
-                        "the final response carried no output; it is built from the streamed items",
+                        "the final response carried no output, though function calls streamed",
                     ),
                     None,
                     out,
                 )
-            return listed
+                for call in streamed:
+                    self._disagree(call, "the final response does not list this call", raw, out)
+            return
         if type(output) is not list:
             self._damaged(None, f"the final response's output was {show(output)}, not a list", raw, out)
-            return listed
+            return
+        listed: dict[int, int] = {}
+        by_call_id: dict[str, list[ToolCall]] = {}
         for position, entry in enumerate(output):
             read = read_object(entry, _ITEM_KEYS)
             if read is None or read[0].get("type") != "function_call":
@@ -958,7 +941,7 @@ class ResponseAccumulator(Accumulator):
             item = self._find(iid if type(iid) is str else None, call_id if type(call_id) is str else None)
             if item is None and self._claimed(call_id, "the final response", raw, out):
                 continue
-            if item is None or (item.call is not None and id(item.call) in listed):
+            if item is None:
                 notes: list[Anomaly] = []
                 if not self._whole:
                     notes.append(
@@ -969,207 +952,102 @@ class ResponseAccumulator(Accumulator):
                         )
                     )
                 item = self._open_item(ifields, position, entry, out, notes)
-                call = item.call if item is not None else None
+                whole = item.call if item is not None else None
                 for note in notes:
-                    self._record(note, call, out)
-                if item is None or call is None:
+                    self._record(note, whole, out)
+                if item is None or whole is None:
                     continue
-                listed.add(id(call))
                 self._settle(item, ifields, "the final response", raw, out)
                 self._close(item, ifields.get("status"), "the final response's item", raw, out)
+            elif item.call is None:
                 continue
-            if item.call is None:
-                continue
-            listed.add(id(item.call))
-            self._settle(item, ifields, "the final response", raw, out)
-            status = ifields.get("status")
-            if status not in ("completed", None) and item.call._status == "open":
-                self._close(item, status, "the final response's item", raw, out)
-        return listed
-
-    def refuse_open(self, reason: str, code: str = "stream_gap") -> Sequence[Event]:
-        """Refuse every call still open: each becomes ``invalid`` with ``reason``, and one anomaly
-        with ``code`` is recorded on the stream. Returns the events.
-
-        For what reads the stream around this accumulator and learns that events are missing or
-        untrustworthy (a resumed stream with a gap in its sequence numbers, a replayed number with
-        other content, another response's events): any open call may have lost a piece, so none of
-        them may run (rule 9). Sealed calls keep their status; after :meth:`end`, nothing changes.
-        """
-        if self.ended:
-            return _NO_EVENTS
-        out: list[Event] = []
-        try:
-            self._record(Anomaly(code, reason), None, out)
-            self._refuse(self._open_calls(), None, out, None, why=reason)
-        except Exception:  # fail closed: whatever is open is refused without the bookkeeping
-            for call in self._open_calls():
-                call._invalidate(InternalFault(reason, raw=call.arguments))
-        return out
+            else:
+                if id(item.call) in listed:
+                    self._disagree(item.call, "the final response lists this call's item twice", raw, out)
+                    continue
+                self._settle(item, ifields, "the final response", raw, out)
+                status = ifields.get("status")
+                if status not in ("completed", None) and item.call.status == "open":
+                    self._close(item, status, "the final response's item", raw, out)
+            listed_call = item.call
+            assert listed_call is not None
+            listed[id(listed_call)] = position
+            if listed_call.id:
+                by_call_id.setdefault(listed_call.id, []).append(listed_call)
+        for call_id, calls in by_call_id.items():
+            if len(calls) > 1:
+                for call in calls:
+                    self._disagree(
+                        call, f"two items of the final response claim call_id {show(call_id)}", raw, out
+                    )
+        if not self._whole and completed:
+            for call in streamed:
+                if id(call) not in listed:
+                    self._disagree(call, "the final response does not list this call", raw, out)
 
     # -- ending ------------------------------------------------------------------------------
 
-    def end(self, error: BaseException | None = None, *, closed: bool = False) -> Sequence[Event]:
-        """The input is over (``error`` when it failed). Calls not sealed by ``response.completed``
-        become ``incomplete``. Idempotent."""
-        if self.ended:
-            return _NO_EVENTS
-        events: list[Event] = []
-        try:
-            open_calls = self._open_calls()
-            if self.status is not None:
-                # Opened after the response's final event (which sealed or refused every call it
-                # knew): nothing of it was confirmed, so it never runs. (The accumulator's own end
-                # would seal it on the strength of a clean end.)
-                why = "the call arrived after the response's final event"
-            elif error is not None:
-                why = f"the stream failed ({type(error).__name__}) before the response completed"
-            elif closed:
-                why = "the stream was closed before the response completed"
-            else:
-                why = "the stream ended without response.completed"
-            if self.status is None and not closed:
-                self._record(Anomaly(AnomalyCode.RESPONSE_NOT_COMPLETED, why), None, events)
-            t = self._clock()
-            for call in open_calls:
-                call._metrics.sealed_at = t
-                call._mark_incomplete(why)
+    def _end(self, error: BaseException | None, closed: bool, t: float, events: list[Event]) -> None:
+        """Calls not sealed by ``response.completed`` become ``incomplete``."""
+        if self.status is not None:
+            # Opened after the response's final event (which sealed or refused every call it
+            # knew): nothing of it was confirmed, so it never runs.
+            why = "the call arrived after the response's final event"
+        elif error is not None:
+            why = f"the stream failed ({type(error).__name__}) before the response completed"
+        elif closed:
+            why = "the stream was closed before the response completed"
+        else:
+            why = "the stream ended without response.completed"
+        if self.status is None and not closed:
+            self._record(Anomaly(AnomalyCode.RESPONSE_NOT_COMPLETED, why), None, events)
+        for call in self._open_calls():
+            if self._owner.end(call, why, t):
                 events.append(ToolCallIncomplete(call))
-        except Exception:  # fail closed: nothing still open may be sealed by the end
-            for call in self._open_calls():
-                call._mark_incomplete("toolstitch failed while ending the stream")
-        events.extend(super().end(error, closed=closed))
-        return events
-
-    def get_final_completion(self) -> Any:
-        """A Responses stream has no ``ChatCompletion``: use :meth:`get_final_response`."""
-        raise TypeError("a Responses API stream builds a Response: call get_final_response()")
 
     def get_final_response(self) -> Any:
-        """Build the SDK's ``Response`` (once the input is over; this ends it if not yet ended).
+        """The SDK's ``Response`` the server sent in its final event, exactly as the SDK decoded it
+        (once the input is over; this ends it if not yet ended). Never rebuilt: where it disagrees
+        with the stream, the calls concerned were refused, and ``anomalies`` say why.
 
         Raises :class:`~toolstitch.errors.IncompleteStreamError` when no ``response.completed`` or
         ``response.incomplete`` arrived (the stream broke, an ``error`` event, ``response.failed``);
-        it carries the partial response and the calls. A response that ended ``incomplete`` is
-        returned (its ``status`` says so; none of its calls is ``ready``).
+        it carries the latest response the server sent (a snapshot) and the calls. A response that
+        ended ``incomplete`` is returned (its ``status`` says so; none of its calls is ``ready``).
         """
         self.end()
         cls = response_class()
-        data = self._response_data()
-        try:
-            data, problems = serialisable(data)
-        except Exception as exc:
-            problems = [f"{type(exc).__name__} while checking the response is serialisable"]
-        for problem in problems:
-            self._record(Anomaly(AnomalyCode.MALFORMED_CHUNK, f"in the response: {problem}"), None, [])
         if cls is None:
             raise RuntimeError("this openai release has no Responses API (openai.types.responses)")
-        if self.error is not None or self.status not in ("completed", "incomplete"):
+        final = self._final
+        if self.error is not None or self.status not in ("completed", "incomplete") or final is None:
             if self.error is not None:
                 why = f"the stream failed with {type(self.error).__name__}: {show(str(self.error), 500)}"
             elif self.status is None:
                 why = "the stream ended without response.completed"
+            elif final is None:
+                why = "the final response could not be kept (nested too deep)"
             else:
                 why = f"the response ended {self.status}"
-            raise IncompleteStreamError(why, partial=_build(cls, data), tool_calls=self.calls())
-        try:
-            return cls.model_validate(data)
-        except Exception as exc:
-            # Built as the SDK builds the responses it hands out (``construct_type``: lenient, no
-            # validation), so a field a newer SDK requires and the server did not send is no loss.
-            built = _build(cls, data)
-            if built is not None:
-                return built
-            message = str(exc) if isinstance(exc, ValidationError) else f"{type(exc).__name__}: {exc}"
-            self._record(
-                Anomaly(
-                    AnomalyCode.MALFORMED_CHUNK, f"the response does not validate: {show(message, 2000)}"
-                ),
-                None,
-                [],
-            )
-            return cls.construct(**data)
-
-    def _response_data(self) -> dict[str, Any]:
-        base = self._final if self._final is not None else self._snapshot
-        data: dict[str, Any] = {}
-        try:
-            dumped = _dump(base)
-            if isinstance(dumped, dict):
-                data = dict(dumped)
-        except Exception as exc:
-            self._record(_fault_note(exc, "reading the final response"), None, [])
-        output = data.get("output")
-        if not isinstance(output, list) or not output:
-            output = [self._built_item(self._outputs[i]) for i in sorted(self._outputs)]
-        else:
-            output = [_dump(entry) for entry in output]
-        data["output"] = [self._output_item(entry) for entry in output]
-        data.setdefault("id", self._id or "")
-        data.setdefault("object", "response")
-        data.setdefault("created_at", self._created if self._created is not None else 0)
-        data.setdefault("model", self._model or "")
-        if self.status in ("completed", "incomplete", "failed"):
-            data["status"] = self.status if data.get("status") != "failed" else "failed"
-        data.setdefault("parallel_tool_calls", True)
-        data.setdefault("tool_choice", "auto")
-        data.setdefault("tools", [])
-        return data
-
-    @staticmethod
-    def _built_item(kept: Any) -> Any:
-        """An output item for a response built from the stream: a function call from its call (its
-        text is the call's), any other item as its ``response.output_item.done`` sent it."""
-        if not isinstance(kept, _Item):
-            return _dump(kept)
-        call = kept.call
-        assert call is not None
-        entry: dict[str, Any] = {"type": "function_call"}
-        if kept.item_id is not None:
-            entry["id"] = kept.item_id
-        entry.update(call_id=call._id or "", name=call._name or "", arguments=call.arguments)
-        entry["status"] = "completed" if kept.closed else "incomplete"
-        return entry
-
-    def _output_item(self, entry: Any) -> Any:
-        """A ``function_call`` item of the output, with its call's id and text (a synthesized id,
-        ``{}`` for ``""`` read as ``{}``); every other item as it is."""
-        try:
-            if not isinstance(entry, dict) or entry.get("type") != "function_call":
-                return entry
-            iid = entry.get("id")
-            call_id = entry.get("call_id")
-            item = self._find(iid if type(iid) is str else None, call_id if type(call_id) is str else None)
-            call = item.call if item is not None else None
-            if call is None:
-                return entry
-            entry = dict(entry)
-            entry["call_id"] = call._id or ""
-            arguments = call.arguments
-            if arguments == "" and call._status == "ready":
-                arguments = "{}"
-            if not _limited(call):
-                entry["arguments"] = arguments
-            return entry
-        except Exception:
-            return entry
+            partial = final if final is not None else self._snapshot
+            raise IncompleteStreamError(why, partial=_as_response(cls, partial), tool_calls=self.calls())
+        return _as_response(cls, final)
 
 
-def _build(cls: Any, data: dict[str, Any]) -> Any:
-    """``data`` as the SDK's ``Response``, built the way the SDK builds the ones it hands out (its
-    ``construct_type``: nested models, no validation); None when even that fails."""
+def _as_response(cls: Any, value: Any) -> Any:
+    """``value`` as the SDK's ``Response``: the object itself when the SDK decoded it (the server's,
+    unchanged), else a dict fed by hand built the way the SDK builds the ones it hands out (its
+    ``construct_type``: nested models, no validation); None for nothing."""
+    if value is None or isinstance(value, cls):
+        return value
+    data = _dump(value)
+    try:
+        return cls.model_validate(data)
+    except (ValidationError, TypeError, ValueError):
+        pass
     try:
         from openai._models import construct_type
 
         return construct_type(type_=cls, value=data)
     except Exception:
         return None
-
-
-def _fault_note(exc: BaseException, doing: str) -> Anomaly:
-    return Anomaly(AnomalyCode.INTERNAL_ERROR, f"toolstitch failed while {doing} ({type(exc).__name__})")
-
-
-def _limited(call: ToolCall) -> bool:
-    """The call hit a byte bound: only a sample of its text was kept."""
-    return isinstance(call._error, LimitExceeded)

@@ -28,21 +28,18 @@ fragment of a call while it may still turn out to be a cumulative resend).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
-from ..errors import MissingName
 from ._anomaly import Anomaly, AnomalyCode
-from ._call import ToolCall
-from ._limits import Limits
-from ._values import MAX_IDENTITY, show
+from ._call import CallOwner, ToolCall
+from ._values import show
 
 __all__ = [
     "FURTHER",
     "NEW_ID",
     "SKIP",
     "CallTable",
-    "apply_identity",
     "argument_text",
     "ensure_ids",
     "open_call",
@@ -66,10 +63,6 @@ _NOTES: dict[str, tuple[str, str]] = {
     ),
     "not_from_zero": (AnomalyCode.INDEX_NOT_FROM_ZERO, "the first tool call has index {index}"),
     "gap": (AnomalyCode.INDEX_GAP, "index jumped from {before} to {index}"),
-    "id_changed": (
-        AnomalyCode.ID_CHANGED,
-        "the id changed from {old} to {new} mid-arguments; kept the later one",
-    ),
     "reused_id": (
         AnomalyCode.INDEX_REUSED,
         "a new id {new} arrived at index {index}, which belongs to {old}",
@@ -98,28 +91,6 @@ _NOTES: dict[str, tuple[str, str]] = {
     "opened": (AnomalyCode.MISSING_INDEX, "tool call without index or id; opened a call"),
     "opened_new": (AnomalyCode.MISSING_INDEX, "tool call without index or id; opened a new call"),
     "continued": (AnomalyCode.MISSING_INDEX, "tool call without index or id; continued the latest call"),
-    "id_repeated": (AnomalyCode.ID_REPEATED, "id repeated on a later fragment"),
-    "id_conflict": (AnomalyCode.ID_CONFLICT, "a later fragment carried id {new}; kept {old}"),
-    "name_repeated": (AnomalyCode.NAME_REPEATED, "name repeated on a later fragment"),
-    "name_fragmented": (
-        AnomalyCode.NAME_FRAGMENTED,
-        "name arrived in pieces: {old} + {new} read as {joined}",
-    ),
-    "name_conflict": (AnomalyCode.NAME_CONFLICT, "a later fragment carried name {new}; kept {old}"),
-    "type_null": (AnomalyCode.NULL_STRING_FIELD, 'type was the string "null"'),
-    "type_unexpected": (AnomalyCode.TYPE_UNEXPECTED, "type was {new}"),
-    "type_missing": (AnomalyCode.TYPE_UNEXPECTED, "the call's first fragment had no type"),
-    "type_repeated": (AnomalyCode.TYPE_REPEATED, "type repeated on a later fragment"),
-    "type_empty": (AnomalyCode.EMPTY_STRING_FIELD, "type was an empty string"),
-    "type_conflict": (AnomalyCode.TYPE_UNEXPECTED, "a later fragment carried type {new}; kept {old}"),
-    "sealed_id": (
-        AnomalyCode.ID_CONFLICT,
-        "a fragment after the call was sealed carried id {new}; kept {old}",
-    ),
-    "sealed_name": (
-        AnomalyCode.NAME_CONFLICT,
-        "a fragment after the call was sealed carried name {new}; kept {old}",
-    ),
     "sealed_resend": (
         AnomalyCode.ARGUMENTS_CUMULATIVE,
         "the complete arguments were resent after the call was sealed; dropped",
@@ -139,18 +110,25 @@ def _note(anomalies: list[Anomaly], raw: Any, choice: int, index: int, what: str
 
 
 class _Chain:
-    """The last argument fragment of a call that may be a cumulative resender (Q17).
+    """Where the last argument fragment of a call that may be a cumulative resender (Q17) is.
 
     Each fragment of a cumulative provider repeats all the text so far, so it starts with the
     previous fragment. Tracking stops at the first fragment that does not (every standard stream,
-    usually at its second fragment), so the check costs nothing afterwards.
+    usually at its second fragment), so the check costs nothing afterwards. Only the fragment's
+    length is kept: the fragment itself is the tail of the call's text (appended as it came while
+    the chain is ambiguous; the whole text once it latched), so routing keeps no byte of its own
+    (rule 9: every byte kept counts against ``Limits``).
     """
 
-    __slots__ = ("last", "latched")
+    __slots__ = ("latched", "size")
 
-    def __init__(self, last: str) -> None:
-        self.last = last
+    def __init__(self, size: int) -> None:
+        self.size = size
         self.latched = False
+
+    def last(self, call: ToolCall) -> str:
+        """The call's last fragment (its text's tail)."""
+        return call.text_from(max(call.chars - self.size, 0))
 
 
 class CallTable:
@@ -175,14 +153,14 @@ def _starts_new_value(arguments: str | None) -> bool:
 
 def _is_resend(call: ToolCall, text: str | None) -> bool:
     """True when ``text`` is exactly the call's argument text so far (length compared first)."""
-    return text is not None and len(text) == call._chars and call.arguments == text
+    return text is not None and len(text) == call.chars and call.arguments == text
 
 
 def _mid_value(call: ToolCall) -> bool:
     """True while the call's arguments have started and their top-level value is still open."""
-    if call._status != "open":
+    if call.status != "open":
         return False
-    scanner = call._scan()
+    scanner = call.scanner
     return scanner.started and not scanner.complete and scanner.error is None
 
 
@@ -221,8 +199,8 @@ def resolve_call(
         latest = table.calls[-1] if table.calls else None
         if fid is None and name is None and arguments and latest is not None and _mid_value(latest):
             # Q05 (Nebius, Cerebras): continuation pieces at a new index, without id or name.
-            _note(anomalies, raw, choice, latest._index, "index_changed", new=index, index=latest._index)
-            return latest, latest._index, 0
+            _note(anomalies, raw, choice, latest.index, "index_changed", new=index, index=latest.index)
+            return latest, latest.index, 0
         if empty and fid is None and name is None and not arguments:
             _note(anomalies, raw, choice, index, "empty_indexed", index=index)
             return None, SKIP, 0
@@ -234,10 +212,10 @@ def resolve_call(
     if fid is None:
         if name is None and (not arguments or "{" not in arguments or not _starts_new_value(arguments)):
             return call, index, 0  # the common case: a plain continuation
-        if not call._scan().complete:
+        if not call.scanner.complete:
             return call, index, 0
-        if name is not None and call._name is not None and name != call._name:
-            _note(anomalies, raw, choice, index, "reused_name", new=name, index=index, old=call._name)
+        if name is not None and call.name is not None and name != call.name:
+            _note(anomalies, raw, choice, index, "reused_name", new=name, index=index, old=call.name)
             return None, index, 0
         if _starts_new_value(arguments) and not _is_resend(call, arguments):
             if name is not None:
@@ -249,24 +227,23 @@ def resolve_call(
             _note(anomalies, raw, choice, index, "further_value", index=index)
             return call, index, FURTHER
         return call, index, 0
-    if fid == call._id:
+    if fid == call.id:
         return call, index, 0
     other = table.by_id.get(fid)
     if other is not None:
-        if other._index == index:
+        if other.index == index:
             # Calls sharing an index (Q02), interleaved, told apart by their ids.
             return other, index, 0
         # The id belongs to a call at another index: ids are not unique (Q39, TGI's "0").
         # The index wins (rule 1); the duplicate id is replaced when the message is built.
         return call, index, 0
-    if call._id is None:
+    if call.id is None:
         return call, index, 0  # the id arrives after the call opened (Q11, Q12)
     if name is None and _mid_value(call):
         # Q15 (Poolside): the id changes while the arguments are still streaming.
-        _note(anomalies, raw, choice, index, "id_changed", old=call._id, new=fid)
         table.by_id.setdefault(fid, call)
         return call, index, NEW_ID
-    _note(anomalies, raw, choice, index, "reused_id", new=fid, index=index, old=call._id)
+    _note(anomalies, raw, choice, index, "reused_id", new=fid, index=index, old=call.id)
     return None, index, 0
 
 
@@ -287,11 +264,11 @@ def _resolve_unindexed(
         if known is None:
             _note(anomalies, raw, choice, next_index, "new_by_id")
             return None, next_index, 0
-        if _starts_new_value(arguments) and known._scan().complete and not _is_resend(known, arguments):
+        if _starts_new_value(arguments) and known.scanner.complete and not _is_resend(known, arguments):
             _note(anomalies, raw, choice, next_index, "new_after_complete")
             return None, next_index, 0
-        _note(anomalies, raw, choice, known._index, "by_id")
-        return known, known._index, 0
+        _note(anomalies, raw, choice, known.index, "by_id")
+        return known, known.index, 0
     latest = table.calls[-1] if table.calls else None
     if latest is None:
         if empty and name is None and not arguments:
@@ -299,13 +276,13 @@ def _resolve_unindexed(
             return None, SKIP, 0
         _note(anomalies, raw, choice, next_index, "opened")
         return None, next_index, 0
-    name_differs = name is not None and latest._name is not None and name != latest._name
-    complete = latest._scan().complete
+    name_differs = name is not None and latest.name is not None and name != latest.name
+    complete = latest.scanner.complete
     new_value = complete and _starts_new_value(arguments) and not _is_resend(latest, arguments)
     opens_new = (
         name_differs
         or (new_value and name is not None)
-        or (complete and name is not None and latest._name is not None and not arguments)
+        or (complete and name is not None and latest.name is not None and not arguments)
     )
     if opens_new:
         _note(anomalies, raw, choice, next_index, "opened_new")
@@ -313,18 +290,16 @@ def _resolve_unindexed(
     flags = 0
     if new_value:
         # A further value with no id, no name and no index: the same call, refused (as above).
-        _note(anomalies, raw, choice, latest._index, "further_value", index=latest._index)
+        _note(anomalies, raw, choice, latest.index, "further_value", index=latest.index)
         flags = FURTHER
-    _note(anomalies, raw, choice, latest._index, "continued")
-    return latest, latest._index, flags
+    _note(anomalies, raw, choice, latest.index, "continued")
+    return latest, latest.index, flags
 
 
-def open_call(
-    table: CallTable, choice: int, index: int, limits: Limits, t: float, clock: Callable[[], float]
-) -> ToolCall:
-    """Open a new call at ``index`` (as :func:`resolve_call` said) and enter it in the table."""
-    call = ToolCall(choice, index, len(table.calls), limits, clock)
-    call._metrics.opened_at = t
+def open_call(table: CallTable, owner: CallOwner, choice: int, index: int, t: float) -> ToolCall:
+    """Open a new call at ``index`` (as :func:`resolve_call` said), by the owner, and enter it in
+    the table."""
+    call = owner.open(choice, index, len(table.calls), t)
     table.calls.append(call)
     table.by_index[index] = call
     if index > table.max_index:
@@ -332,105 +307,29 @@ def open_call(
     return call
 
 
-def ensure_ids(calls: list[ToolCall], basis: str) -> Iterator[tuple[ToolCall, Anomaly]]:
-    """Give every call of one message (``calls`` in message order) a non-empty id unique within it.
+def ensure_ids(calls: list[ToolCall], basis: str) -> Iterator[tuple[ToolCall, str, Anomaly]]:
+    """The calls of one message (``calls`` in message order) that need an id: none usable arrived,
+    or another call of the message already holds theirs. Yields ``(call, made id, anomaly)``; the
+    owner writes the id (``CallOwner.give_id``). An id the server sent that is unique in its
+    message is never replaced, however long (``Limits.max_id_chars`` bounds it).
 
     A valid history needs one. A made id is unique within the message (the slot) and, in practice,
     across turns (``basis``: the completion id, or for providers that send none, its time, model
     and choice; plus the call's name and arguments), so that idempotency by call id never mistakes
     a later turn's call for an earlier one. ``surrogatepass``: a name or id holding a lone
-    surrogate must not make this fail. Yields each repaired call with its anomaly.
+    surrogate must not make this fail.
     """
     seen: set[str] = set()
     for call in calls:
-        cid = call._id
+        cid = call.id
         if cid is not None and cid not in seen:
             seen.add(cid)
             continue
         code = AnomalyCode.CALL_ID_REUSED if cid is not None else AnomalyCode.ID_SYNTHESIZED
-        text = f"{basis}:{call._slot}:{call._name or ''}:{call.arguments}"
+        text = f"{basis}:{call.slot}:{call.name or ''}:{call.arguments}"
         made = "call_ts" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:20]
-        call._id = made
         seen.add(made)
-        yield call, Anomaly(code, f"id {show(cid)} unusable; synthesized {made!r}", raw=cid)
-
-
-def apply_identity(
-    table: CallTable,
-    call: ToolCall,
-    fid: str | None,
-    name: str | None,
-    ftype: str | None,
-    extra: dict[str, Any] | None,
-    new_id: bool,
-    raw: Any,
-    anomalies: list[Anomaly],
-) -> None:
-    """Write ``id``, ``name`` and ``type`` once (first usable value); note repeats and conflicts.
-
-    A sealed call is frozen (rule 4): a late fragment may repeat its identity, never complete or
-    change it (a name arriving after an invalid, nameless call was sealed is noted, not written).
-    The call's first id enters ``table.by_id``. The reader calls this only for a fragment that
-    carries an identity field or unknown fields, or opens the call.
-    """
-    choice = call._choice
-    index = call._index
-    if call._status != "open":
-        if fid is not None and fid != call._id:
-            _note(anomalies, raw, choice, index, "sealed_id", new=fid, old=call._id)
-        if name is not None and name != call._name:
-            _note(anomalies, raw, choice, index, "sealed_name", new=name, old=call._name)
-        return
-    if fid is not None:
-        if call._id is None:
-            call._id = fid
-            table.by_id.setdefault(fid, call)
-        elif fid == call._id:
-            _note(anomalies, raw, choice, index, "id_repeated")
-        elif new_id:
-            call._id = fid
-        else:
-            _note(anomalies, raw, choice, index, "id_conflict", new=fid, old=call._id)
-    if name is not None:
-        current = call._name
-        if current is None:
-            call._name = name
-        elif name == current:
-            _note(anomalies, raw, choice, index, "name_repeated")
-        elif call._chars == 0:
-            # Before any argument text, a different name can only be more of the same name: a
-            # resend with more text (replace) or the next piece (append), as in Continue's
-            # report of Gemini sending "edit_ex" + "isting_file". The tool check still applies.
-            joined = name if name.startswith(current) else current + name
-            if len(joined) > MAX_IDENTITY:
-                # Pieces without end (a hostile stream): keep what there is, refuse the call at seal.
-                call._pending_error = MissingName(f"the function name grew beyond {MAX_IDENTITY} characters")
-                _note(anomalies, raw, choice, index, "name_conflict", new=name, old=current)
-            else:
-                call._name = joined
-                _note(anomalies, raw, choice, index, "name_fragmented", old=current, new=name, joined=joined)
-        else:
-            _note(anomalies, raw, choice, index, "name_conflict", new=name, old=current)
-    if call._type is None:
-        if ftype:
-            if ftype == "null":
-                _note(anomalies, raw, choice, index, "type_null")
-            else:
-                call._type = ftype
-                if ftype != "function":
-                    _note(anomalies, raw, choice, index, "type_unexpected", new=ftype)
-        elif call._metrics.fragments == 0:
-            _note(anomalies, raw, choice, index, "type_missing")
-    elif ftype == call._type:
-        _note(anomalies, raw, choice, index, "type_repeated")
-    elif ftype == "":
-        _note(anomalies, raw, choice, index, "type_empty")
-    elif ftype == "null":
-        _note(anomalies, raw, choice, index, "type_null")
-    elif ftype is not None:
-        _note(anomalies, raw, choice, index, "type_conflict", new=ftype, old=call._type)
-    if extra:
-        call._extra.update(extra)
+        yield call, made, Anomaly(code, f"id {show(cid)} unusable; synthesized {made!r}", raw=cid)
 
 
 def _object_start_breaks(call: ToolCall) -> bool:
@@ -440,7 +339,7 @@ def _object_start_breaks(call: ToolCall) -> bool:
     ``,`` inside an array). Anywhere else (after ``{``, a key, a value, a ``,`` in an object, the
     closed top-level value) the text is certainly broken if read as a plain continuation.
     """
-    scanner = call._scan()
+    scanner = call.scanner
     if scanner.error is not None or scanner.complete:
         return True
     if scanner.in_string:
@@ -477,13 +376,13 @@ def argument_text(
     handed on, and the reader refuses it as a late fragment. A further value (``further``) is
     appended as it came: the call keeps everything that arrived, and is refused at seal.
     """
-    if call._status != "open":
+    if call.status != "open":
         if _is_resend(call, text):
-            _note(anomalies, raw, call._choice, call._index, "sealed_resend")
+            _note(anomalies, raw, call.choice, call.index, "sealed_resend")
             return None, False
         return text, False
     chains = table.chains
-    slot = call._slot
+    slot = call.slot
     chain = chains.get(slot) if chains else None
     if further or replace:
         if chain is not None:
@@ -492,13 +391,13 @@ def argument_text(
             return None, False
         return text, replace
     if chain is None:
-        if call._chars == 0:
-            chains[slot] = _Chain(text)
+        if call.chars == 0:
+            chains[slot] = _Chain(len(text))
         return text, False
-    last = chain.last
+    last = chain.last(call)
     if chain.latched:
         if len(text) >= len(last) and text.startswith(last):
-            chain.last = text
+            chain.size = len(text)
             return text[len(last) :] or None, False
         if last.startswith(text):
             return None, False  # a shorter resend: nothing new
@@ -508,12 +407,12 @@ def argument_text(
         del chains[slot]  # a standard stream: stop checking this call
         return text, False
     if not _object_start_breaks(call):
-        chain.last = text  # still ambiguous: read as a plain piece for now
+        chain.size = len(text)  # still ambiguous: read as a plain piece for now
         return text, False
     chain.latched = True
-    chain.last = text
-    _note(anomalies, raw, call._choice, call._index, "cumulative")
-    if call._chars == len(last):
+    chain.size = len(text)
+    _note(anomalies, raw, call.choice, call.index, "cumulative")
+    if call.chars == len(last):
         return text[len(last) :] or None, False
     # Earlier resends were appended while still ambiguous: start over from the full text.
     return text, True

@@ -22,9 +22,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any, Literal
 
-from ..errors import ContractViolation, InternalFault, MalformedArguments
+from ..errors import ContractViolation, InternalFault, MalformedArguments, ToolCallError
 from ._anomaly import Anomaly, AnomalyCode
-from ._call import ToolCall, text_size
+from ._call import CallOwner, ToolCall
 from ._clock import now
 from ._limits import Limits
 from ._schema import ToolSchemas, _as_mapping
@@ -112,54 +112,52 @@ class CallChecks:
             if spec is not None:
                 self._mode, self._allowed = _choice_names(spec)
 
-    def seal(self, call: ToolCall, t: float, first: bool, notes: list[Anomaly]) -> None:
-        """Seal ``call`` (it must be open) and check it; anomalies for the call go to ``notes``."""
-        empty = call._chars == 0 and call._status == "open"
+    def empty_as_object(self, name: str | None) -> bool:
+        """Is ``""`` read as ``{}`` for a call to ``name``? Under ``empty_arguments="object"``, or
+        for a tool whose schema declares no properties (no meaning can change)."""
+        if self._empty_as_object:
+            return True
         schemas = self.schemas
-        no_parameters = (
-            empty
-            and not self._empty_as_object
-            and schemas is not None
-            and call._name is not None
-            and schemas.takes_no_arguments(call._name)
-        )
-        call._seal(t, self._empty_as_object or no_parameters)
-        if call._status != "ready":
-            return
-        if empty:
-            if no_parameters:
-                notes.append(
-                    Anomaly(
-                        AnomalyCode.EMPTY_ARGUMENTS_NO_PARAMETERS,
-                        f"empty arguments read as {{}}: the schema of {call._name!r} declares no properties",
-                    )
-                )
-            else:
+        return schemas is not None and name is not None and schemas.takes_no_arguments(name)
+
+    def verdict(
+        self, call: ToolCall, parsed: Any, first: bool, as_object: bool, notes: list[Anomaly]
+    ) -> ToolCallError | None:
+        """What the request says of a call whose text parsed: None (it may run) or why not. The
+        owner of the call (``_call.py``) applies it; anomalies for the call go to ``notes``."""
+        if as_object:
+            if self._empty_as_object:
                 notes.append(
                     Anomaly(
                         AnomalyCode.EMPTY_ARGUMENTS_AS_OBJECT,
                         'empty arguments read as {} by the empty_arguments="object" policy',
                     )
                 )
+            else:
+                notes.append(
+                    Anomaly(
+                        AnomalyCode.EMPTY_ARGUMENTS_NO_PARAMETERS,
+                        f"empty arguments read as {{}}: the schema of {call.name!r} declares no properties",
+                    )
+                )
         violation = self._contract(call, first)
         if violation is not None:
-            call._invalidate(ContractViolation(violation, raw=call.arguments))
             notes.append(Anomaly(AnomalyCode.CONTRACT_VIOLATION, violation))
-            return
-        if schemas is not None and call._name is not None:
-            error = schemas.check(call._name, call._parsed, call.arguments)
-            if error is not None:
-                call._invalidate(error)
+            return ContractViolation(violation, raw=call.arguments)
+        schemas = self.schemas
+        if schemas is not None and call.name is not None:
+            return schemas.check(call.name, parsed, call.arguments)
+        return None
 
     def _contract(self, call: ToolCall, first: bool) -> str | None:
         mode = self._mode
         if mode == "none":
-            return f'the request said tool_choice="none", yet the model called {call._name!r}'
+            return f'the request said tool_choice="none", yet the model called {call.name!r}'
         allowed = self._allowed
-        if allowed is not None and call._name not in allowed:
+        if allowed is not None and call.name not in allowed:
             wanted = ", ".join(sorted(allowed)) or "no readable name"
             what = "forced" if mode == "forced" else "allowed by tool_choice"
-            return f"the model called {call._name!r}; the request {what}: {wanted}"
+            return f"the model called {call.name!r}; the request {what}: {wanted}"
         if self._single and not first:
             return "the request said parallel_tool_calls=False, and this is not the first call of its choice"
         return None
@@ -178,36 +176,44 @@ def sealed_call(
 ) -> ToolCall:
     """A sealed, checked :class:`ToolCall` built from a finished message (a history entry).
 
-    Held to the rules of a streamed call: the text is kept exactly, parsed strictly, checked against
-    ``tools`` (when given) and bounded by ``limits``. ``arguments`` that are not a string (or None,
-    read as ``""``) make the call ``invalid``. Never raises on hostile values: a failure makes the
-    call ``invalid`` with :class:`~toolstitch.errors.InternalFault`.
+    Held to the rules of a streamed call, through the same owner: the text is kept exactly, parsed
+    strictly, checked against ``tools`` (when given) and bounded by ``limits``. ``arguments`` that
+    are not a string (or None, read as ``""``) make the call ``invalid``. Never raises on hostile
+    values: a failure makes the call ``invalid`` with :class:`~toolstitch.errors.InternalFault`.
     """
     limits = limits or Limits()
     if type(index) is not int or index < 0:
         index = 0
-    call = ToolCall(choice, index, index, limits)
-    call._type = "function"
+    owner = CallOwner(limits, now)
     t = now()
-    call._metrics.opened_at = t
+    call = owner.open(choice, index, index, t)
+    notes: list[Anomaly] = []
+    events: list[Any] = []
     try:
-        call._id = id if type(id) is str and id else None
-        call._name = name if type(name) is str and name else None
         checks = CallChecks(list(tools) if tools is not None else None, empty_arguments=empty_arguments)
         if arguments is None:
             arguments = ""
-        if type(arguments) is not str:
-            call._invalidate(
-                MalformedArguments(f"arguments in the message are a {type(arguments).__name__}, not a string")
+        text = arguments if type(arguments) is str else None
+        owner.take(
+            call,
+            id=id if type(id) is str and id else None,
+            name=name if type(name) is str and name else None,
+            type="function",
+            text=text,
+            notes=notes,
+            events=events,
+        )
+        if text is None:
+            owner.refuse(
+                call,
+                MalformedArguments(
+                    f"arguments in the message are a {type(arguments).__name__}, not a string"
+                ),
             )
-            call._metrics.sealed_at = t
-            return call
-        call._metrics.fragments = 1
-        call._append(arguments, text_size(arguments))
-        if call._status == "open":
-            notes: list[Anomaly] = []
-            checks.seal(call, t, True, notes)
-            call._anomalies.extend(replace(n, choice=choice, call_index=index) for n in notes)
+        else:
+            owner.seal(call, t, checks, True, notes)
     except Exception as exc:  # fail closed: never ready on a path that failed
-        call._invalidate(InternalFault(f"the call could not be checked: {type(exc).__name__}: {exc}"))
+        owner.refuse(call, InternalFault(f"the call could not be checked: {type(exc).__name__}: {exc}"))
+    for note in notes:
+        owner.annotate(call, replace(note, choice=choice, call_index=index))
     return call

@@ -185,8 +185,10 @@ def clean_str(value: Any, what: str, anomalies: list[Anomaly], raw: Any) -> tupl
     and why the value could not be read when it was dropped (the call is then refused).
 
     ``""`` and ``"null"`` count as absent (providers send them on continuations; noted); an
-    integer id becomes a string (noted). A value over ``MAX_IDENTITY`` characters or of another
-    type is dropped and unreadable.
+    integer id becomes a string (noted). A name over ``MAX_IDENTITY`` characters or a value of
+    another type is dropped and unreadable. Ids are not bounded here: real ones can be long
+    (Gemini's thought signature rides in LiteLLM's ids), and the owner of the call bounds them by
+    ``Limits.max_id_chars`` (``_call.py``), naming the id in its refusal.
     """
     if type(value) is str:
         if value == "":
@@ -195,7 +197,7 @@ def clean_str(value: Any, what: str, anomalies: list[Anomaly], raw: Any) -> tupl
         if value == "null":
             anomalies.append(Anomaly(AnomalyCode.NULL_STRING_FIELD, f'{what} was the string "null"', raw=raw))
             return None, None
-        if len(value) > MAX_IDENTITY:
+        if len(value) > MAX_IDENTITY and what not in ("id", "call_id"):
             # No real id or function name is this long; keeping it would let identity fields grow
             # memory past every limit.
             anomalies.append(

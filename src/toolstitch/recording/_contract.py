@@ -30,9 +30,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
-from ..core import Accumulator, CallChecks, Limits, ToolCall, requested_choice
+from ..core import Accumulator, CallChecks, Limits, ResponseAccumulator, ToolCall, requested_choice
 from ._plain import is_sentinel
 
 __all__ = ["CONTRACT_FIELDS", "Contract", "given_contract", "read_contract"]
@@ -60,6 +60,7 @@ class Contract:
     parallel_tool_calls: Any = None
     unreadable: str | None = None
 
+    @overload
     def accumulator(
         self,
         *,
@@ -68,8 +69,31 @@ class Contract:
         started_at: float | None = None,
         clock: Callable[[], float] | None = None,
         recover_text_tool_calls: bool = False,
-        kind: type[Accumulator] = Accumulator,
-    ) -> Accumulator:
+        kind: None = None,
+    ) -> Accumulator: ...
+
+    @overload
+    def accumulator(
+        self,
+        *,
+        limits: Limits | None = None,
+        empty_arguments: Literal["invalid", "object"] = "invalid",
+        started_at: float | None = None,
+        clock: Callable[[], float] | None = None,
+        recover_text_tool_calls: bool = False,
+        kind: type[ResponseAccumulator],
+    ) -> ResponseAccumulator: ...
+
+    def accumulator(
+        self,
+        *,
+        limits: Limits | None = None,
+        empty_arguments: Literal["invalid", "object"] = "invalid",
+        started_at: float | None = None,
+        clock: Callable[[], float] | None = None,
+        recover_text_tool_calls: bool = False,
+        kind: type[ResponseAccumulator] | None = None,
+    ) -> Accumulator | ResponseAccumulator:
         """An accumulator of class ``kind`` (the Responses API's ``ResponseAccumulator`` reads its
         own events) that holds every call to this contract; one that cannot be read refuses every
         call, saying why."""
@@ -81,8 +105,9 @@ class Contract:
         }
         if recover_text_tool_calls:
             options["recover_text_tool_calls"] = True
+        build: Callable[..., Accumulator | ResponseAccumulator] = kind or Accumulator
         if self.unreadable is None:
-            return kind(
+            return build(
                 self.tools,
                 tool_choice=self.tool_choice,
                 parallel_tool_calls=self.parallel_tool_calls,
@@ -90,7 +115,7 @@ class Contract:
             )
         # Offering no tool refuses every call already (rule 10, and a recording says "none" so its
         # replay refuses them too); the checks below say why, instead of "offered: none".
-        accumulator = kind([], **options)
+        accumulator = build([], **options)
         if isinstance(getattr(accumulator, "_checks", None), CallChecks):
             accumulator._checks = _RefuseEvery(self.unreadable, empty_arguments)
         return accumulator

@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from .._version import __version__
-from ..core import Accumulator, now
+from ..core import CallStore, now
 from ..errors import RecordingWarning
 from ._plain import is_sentinel, plain
 from ._redact import Masker, Redact, redact_parts
@@ -146,7 +146,7 @@ class Recorder:
     def for_stream(
         cls,
         target: str | os.PathLike[str] | IO[str],
-        accumulator: Accumulator,
+        accumulator: CallStore,
         request: Mapping[str, Any] | None,
         *,
         redact: Redact = False,

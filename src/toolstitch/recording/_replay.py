@@ -33,7 +33,7 @@ from typing import IO, Any, Literal
 
 from openai.types.chat import ChatCompletion
 
-from ..core import Accumulator, Anomaly, Limits, ToolCall
+from ..core import Accumulator, Anomaly, Limits, ResponseAccumulator, ToolCall
 from ..errors import RecordedError, RecordingFormatError
 from ._contract import read_contract
 from ._recorder import FORMAT
@@ -227,7 +227,7 @@ class Replay:
             self.chunks.append(chunk)
             self.offsets.append(None)
 
-    def _accumulator(self) -> Accumulator:
+    def _accumulator(self) -> Accumulator | ResponseAccumulator:
         """An accumulator that checks calls as the recorded stream's did, on the recorded clock."""
         header = self.header or {}
         request = header.get("request") if isinstance(header.get("request"), dict) else {}
@@ -349,7 +349,10 @@ class Replay:
 
     def get_final_completion(self) -> ChatCompletion:
         """The ``ChatCompletion``; raises ``IncompleteStreamError`` as the original stream did."""
-        return self.until_done().accumulator.get_final_completion()
+        accumulator = self.until_done().accumulator
+        if not isinstance(accumulator, Accumulator):
+            raise TypeError("a recorded Responses stream builds a Response, not a ChatCompletion")
+        return accumulator.get_final_completion()
 
     @property
     def timeline(self) -> Timeline:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..core import ToolCall
+from ..core import Accumulator, ToolCall
 from ..errors import IncompleteStreamError
 from ._plain import plain
 from ._timeline import CallTrack
@@ -24,7 +24,10 @@ __all__ = ["report_data", "request_summary"]
 def _completion_data(replay: Replay) -> dict[str, Any]:
     """The finished (or partial) completion as plain data, for the model, content and usage."""
     try:
-        completion = replay.accumulator.get_final_completion()
+        accumulator = replay.accumulator
+        if not isinstance(accumulator, Accumulator):
+            return {}  # a Responses recording: its calls are what the report shows
+        completion = accumulator.get_final_completion()
     except IncompleteStreamError as exc:
         completion = exc.partial
     except Exception:  # fail closed: a completion that cannot be built still leaves the calls to show

@@ -12,7 +12,7 @@ request: one that cannot be read refuses every call.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 from ..core import Limits, ResponseAccumulator, chat_tool_choice, chat_tools
 from ._contract import Contract, read_contract
@@ -84,4 +84,4 @@ def responses_accumulator(
         clock=clock,
         kind=ResponseAccumulator,
     )
-    return cast(ResponseAccumulator, accumulator)
+    return accumulator

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Literal
 from ..core import ArgumentsDelta, ContentDelta, Event, ReasoningDelta, RefusalDelta, ToolCall
 
 if TYPE_CHECKING:
-    from ..core import Accumulator
+    from ..core import CallStore
 
 __all__ = ["FRAGMENT_TEXT_CHARS", "CallTrack", "Fragment", "Timeline", "TimelineBuilder", "Unit"]
 
@@ -106,7 +106,7 @@ class TimelineBuilder:
         self._tracks: dict[int, CallTrack] = {}
         self._texts: dict[int, list[str]] = {}
 
-    def observe(self, at: float, accumulator: Accumulator, events: Sequence[Event]) -> None:
+    def observe(self, at: float, accumulator: CallStore, events: Sequence[Event]) -> None:
         """Call after ``accumulator.feed(chunk)`` with that chunk's position and events."""
         self.timeline.chunks.append(at)
         texts = self._texts
@@ -122,13 +122,13 @@ class TimelineBuilder:
         self._poll(at, accumulator)
         texts.clear()
 
-    def finish(self, at: float, accumulator: Accumulator) -> Timeline:
+    def finish(self, at: float, accumulator: CallStore) -> Timeline:
         """Call after ``accumulator.end(...)`` with the end's position."""
         self._poll(at, accumulator)
         self.timeline.end = at
         return self.timeline
 
-    def _poll(self, at: float, accumulator: Accumulator) -> None:
+    def _poll(self, at: float, accumulator: CallStore) -> None:
         for call in accumulator.calls():
             track = self._tracks.get(id(call))
             if track is None:
