@@ -21,7 +21,7 @@ def test_a_first_stream() -> None:
 
 def test_what_leaves_a_call_not_ready() -> None:
     assert output(PAGE, "What leaves a call not `ready`").splitlines() == [
-        "call_1 invalid MalformedArguments",
+        "call_1 invalid TransitionRefused",
         "call_2 incomplete CallIncomplete",
     ]
 

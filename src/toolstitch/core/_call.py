@@ -600,11 +600,11 @@ class CallOwner:
         ):
             events.append(ToolCallInvalid(call, call._error))
 
-    def text(self, call: ToolCall, text: str, events: list[Event], want: bool) -> None:
+    def text(self, call: ToolCall, text: str, notes: list[Anomaly], events: list[Event], want: bool) -> None:
         """The hot transition: a plain continuation (no identity, not a resend) for ``call``."""
         call._metrics.fragments += 1
         before = call._error
-        call._row[FRAGMENT](self, call, text, False, None, None, events, want)
+        call._row[FRAGMENT](self, call, text, False, None, notes, events, want)
         if call._error is not before and call._error is not None and call._status == "invalid":
             events.append(ToolCallInvalid(call, call._error))
 
@@ -701,7 +701,7 @@ def _append(
     if left < 0:
         limit = owner.limits.max_stream_bytes
         metrics.bytes += size
-        _exceed(call, "max_stream_bytes", limit, "" if replace else text, events)
+        _exceed(call, "max_stream_bytes", limit, "" if replace else text, notes)
         return
     owner.bytes_left = left
     if replace:
@@ -721,7 +721,7 @@ def _append(
     bytes_left = call._bytes_left - size
     call._bytes_left = bytes_left
     if bytes_left < 0:
-        _exceed(call, "max_argument_bytes", bytes_left + metrics.bytes, text, events)
+        _exceed(call, "max_argument_bytes", bytes_left + metrics.bytes, text, notes)
         return
     if size != len(text) and not call._surrogates and has_lone_surrogate(text):
         call._surrogates = True
@@ -731,21 +731,39 @@ def _append(
         call._done.append("".join(parts))
         parts.clear()
     call._joined = None
-    call._chars += len(text)
+    chars = call._chars
+    call._chars = chars + len(text)
     if want:
+        # Events are read: the scanner is asked where the JSON stands. When it is in step with the
+        # text (the usual case) it reads just this fragment, without joining anything.
+        events.append(arguments_delta(call, text))
         scanner = call._scanner
         was_complete = scanner.complete
         had_error = scanner.error is not None
-        events.append(arguments_delta(call, text))
-        scanner = call._scan()
+        if scanner.offset == chars:
+            scanner.feed(text)
+            if scanner.complete and not was_complete:
+                metrics.arguments_complete_at = call._clock()
+        else:
+            call._scan()
         if scanner.complete and not was_complete:
             events.append(ArgumentsComplete(call))
         if scanner.error is not None and not had_error:
             events.append(ArgumentsMalformed(call, scanner.error, scanner.error_at))
 
 
-def _exceed(call: ToolCall, limit_name: str, limit: int, text: str, events: list[Event] | None) -> None:
+def _exceed(call: ToolCall, limit_name: str, limit: int, text: str, notes: list[Anomaly] | None) -> None:
     sample = _keep_sample(call, text)
+    if notes is not None:
+        notes.append(
+            Anomaly(
+                AnomalyCode.LIMIT_EXCEEDED,
+                f"Limits.{limit_name}={limit} reached: the call's text beyond it was not kept, and the "
+                "call was refused",
+                call._choice,
+                call._index,
+            )
+        )
     error = LimitExceeded(
         f"arguments exceed Limits.{limit_name}={limit}; kept the first {len(sample)} characters",
         raw=sample,

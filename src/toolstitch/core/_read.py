@@ -454,7 +454,10 @@ def read_fragment(
         for note in notes:
             acc._record(note, call, events)
     elif text is not None and call.status == "open":
-        owner.text(call, text, events, want)  # the common case: a plain continuation
+        owner.text(call, text, notes, events, want)  # the common case: a plain continuation
+        if notes:
+            for note in notes:
+                acc._record(note, call, events)
     else:
         owner.take(call, text=text, raw=entry, notes=notes, events=events, want=want)
         for note in notes:
