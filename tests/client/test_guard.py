@@ -355,3 +355,70 @@ def test_wrapping_again_with_the_guard_makes_a_new_proxy(server: LocalServer) ->
     guarded = ts.wrap(plain, guard=True)
     assert guarded is not plain and guarded.unwrapped is plain.unwrapped
     assert ts.wrap(guarded) is guarded  # wrapping a wrapped client with defaults changes nothing
+
+
+# ------------------------------------------------------------------- a finish that decides again
+
+
+def _responses_cases() -> dict[str, list[dict[str, Any]]]:
+    from toolstitch.testing import response_events
+
+    calls = [("call_1", "get_weather", '{"city": "Paris"}')]
+    cases: dict[str, list[dict[str, Any]]] = {}
+    for status in ("incomplete", "failed", "in_progress", "cancelled", None, 7):
+        events = response_events(calls)
+        events[-1]["response"]["status"] = status
+        cases[f"completed with status {status!r}"] = events
+    events = response_events(calls)
+    events.insert(len(events) - 1, {"type": "error", "code": "server_error", "message": "boom"})
+    cases["completed after an error event"] = events
+    return cases
+
+
+RESPONSES_TOOLS = [{"type": "function", "name": "get_weather", "parameters": WEATHER, "strict": False}]
+
+
+@pytest.mark.parametrize("case", sorted(_responses_cases()))
+def test_the_guard_refuses_in_place_of_a_deciding_responses_event(case: str) -> None:
+    """``response.completed`` whose response did not complete (or that follows an ``error`` event)
+    decides the response while its call is not ready: the guard raises in its place, so a framework
+    never acts on it. The event itself is never handed on."""
+    events = _responses_cases()[case]
+    got: list[Any] = []
+    with pytest.raises(UnsafeToolCallError):
+        for event in ts.stitch(events, tools=RESPONSES_TOOLS, api="responses", guard=True):
+            got.append(event)
+    assert all(e["type"] != "response.completed" for e in got)
+
+
+@pytest.mark.parametrize("case", ["completed with status 'incomplete'", "completed with status None"])
+async def test_the_async_guard_refuses_a_deciding_responses_event(case: str) -> None:
+    events = _responses_cases()[case]
+
+    async def source() -> Any:
+        for event in events:
+            yield event
+
+    got: list[Any] = []
+    with pytest.raises(UnsafeToolCallError):
+        async for event in ts.stitch(source(), tools=RESPONSES_TOOLS, api="responses", guard=True):
+            got.append(event)
+    assert all(e["type"] != "response.completed" for e in got)
+
+
+def test_the_guard_refuses_a_second_finish_after_a_late_fragment(server: LocalServer) -> None:
+    """A choice finished with a ready call; a late fragment refuses it; a second finish_reason chunk
+    finishes the choice again: the guard raises in place of that chunk (over real HTTP)."""
+    chunks = [
+        *tool_call_chunks([("call_1", "get_weather", '{"city": "Paris"}')]),
+        chunk(delta={"tool_calls": [{"index": 0, "function": {"arguments": " "}}]}),
+        chunk(delta={}, finish_reason="tool_calls"),
+    ]
+    server.enqueue(StreamScript(chunks))
+    client = ts.wrap(server.client(), guard=True)
+    got: list[Any] = []
+    with pytest.raises(UnsafeToolCallError) as caught:
+        for c in client.chat.completions.create(**ARGS, stream=True):
+            got.append(c)
+    assert len(got) == len(chunks) - 1
+    assert [c.status for c in caught.value.tool_calls] == ["invalid"]

@@ -661,5 +661,3 @@ def test_the_responses_accumulator_is_a_sibling_not_a_chat_accumulator() -> None
 
     assert not isinstance(acc, Accumulator)
     assert not hasattr(acc, "get_final_completion")
-
-
