@@ -410,10 +410,10 @@ CITATION = re.compile(
 # A name in capitals stands for the reader's own file (``FILE.json``, ``PROJECT/NAME.sse``).
 PLACEHOLDER = re.compile(r"(?:^|/)[A-Z][A-Z_]+(?:\.[\w]+)+$|(?:^|/)[A-Z][A-Z_]+/")
 # Files of other projects, cited for where a behaviour comes from.
-ELSEWHERE = ("logfire/",)
+ELSEWHERE = ("logfire/", "h11/")
 # Stale citations inside src/toolstitch/core/, which is being rebuilt by its owner (issue 28): each is
 # fixed there; this list only shrinks.
-CORE_STALE = {("src/toolstitch/core/_call.py", "_check.py")}
+CORE_STALE: set[tuple[str, str]] = set()
 
 
 def _commentary(source: str) -> list[tuple[int, str]]:

@@ -3,7 +3,7 @@
 Rule 12 of docs/design.md: this module is the only writer of a :class:`ToolCall`. The readers of
 both APIs (``_read.py`` for chunks, ``_responses.py`` for Responses events) only translate wire
 shapes into the events below, through :class:`CallOwner`; routing (which call a fragment belongs
-to) stays in ``_route.py``. Users see a ``ToolCall`` read-only. Modelled on h11's ``_state.py``:
+to) stays in ``_route.py``. Users see a ``ToolCall`` read-only. Modelled on h11's ``h11/_state.py``:
 the table is data, and an event the table does not list for a state refuses the call
 (:class:`~toolstitch.errors.TransitionRefused`); nothing passes silently.
 
