@@ -102,7 +102,7 @@ class StitchedResponseStream(StitchedStream):
         state = getattr(self._source, "state", None)
         if state is not None:
             return state.response_id  # type: ignore[no-any-return]
-        return self.accumulator._id
+        return self.accumulator.response_id
 
     @property
     def last_sequence_number(self) -> int | None:

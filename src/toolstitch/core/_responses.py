@@ -291,6 +291,11 @@ class ResponseAccumulator(CallStore):
         """The usage of the final response (or of the latest snapshot)."""
         return self._usage
 
+    @property
+    def response_id(self) -> str | None:
+        """The response's id, once an event carrying the response arrived (``response.created``)."""
+        return self._id
+
     # -- feeding -----------------------------------------------------------------------------
 
     def feed(self, chunk: Any, seq: int | None = None, *, events: bool = True) -> Sequence[Event]:
