@@ -57,8 +57,6 @@ left without an answer keep the run awaiting approval.
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 import logging
 import random
 from collections import Counter
@@ -90,11 +88,7 @@ from ..errors import ApprovalError, IncompleteStreamError, RequestError
 from ..history import (
     Dialect,
     HistoryProblem,
-    assistant_message,
     get_dialect,
-    response_items,
-    validate_history,
-    validate_input,
     validate_request,
 )
 from ..tools import (
@@ -128,6 +122,7 @@ from ..tools import (
     start_early,
     validated_approvals,
 )
+from ._api import API_ADAPTERS, LoopAPI
 from ._stream_event import StreamEvent
 from ._timeline import Timeline, build_timeline
 
@@ -482,32 +477,18 @@ class _Loop:
             raise ValueError("max_steps must be at least 1")
         if max_corrections < 0:
             raise ValueError("max_corrections must be >= 0")
-        if options.api not in ("chat", "responses"):
+        if options.api not in API_ADAPTERS:
             raise ValueError(f'api must be "chat" or "responses", not {options.api!r}')
-        self.responses = options.api == "responses"
-        """The Responses API: the history is ``input`` items (see the module docs)."""
-        own = ("stream", "tools", "input", "messages", "model", "previous_response_id")
-        for key in own if self.responses else ("stream", "tools", "messages", "model", "input"):
+        self.api: LoopAPI = API_ADAPTERS[options.api]
+        """The API this run speaks, chosen once (``_api.py``): the loop asks it wherever the two
+        APIs differ, and never tests which one it is."""
+        for key in self.api.own_keys:
             if key in create_kwargs:
                 raise TypeError(f"run() sets {key!r} itself; do not pass it")
-        if self.responses:
-            if messages is not None:
-                raise TypeError('run(api="responses") takes the history as input=, not messages=')
-            messages = (
-                [{"role": "user", "content": options.input}]
-                if isinstance(options.input, str)
-                else options.input
-            )
-            if not isinstance(messages, list | tuple):
-                try:
-                    messages = list(messages)
-                except TypeError:
-                    raise RequestError(validate_input(messages)) from None
-        elif options.input is not None:
-            raise TypeError('run() takes the history as messages=; input= is for api="responses"')
+        messages = self.api.history(messages, options.input)
         if not isinstance(messages, list | tuple):
             try:
-                messages = list(messages)  # type: ignore[arg-type]  # None is refused just below
+                messages = list(messages)  # None is refused just below
             except TypeError:  # None, a number...: say so as validate_request does
                 raise RequestError(validate_request(messages=messages)) from None
         self.history: list[Any] = list(messages)
@@ -563,25 +544,8 @@ class _Loop:
         (before anything is sent) when ``validate_request`` finds an error in them."""
         kwargs = dict(self.create_kwargs)
         correction, self.correction = self.correction, None
-        if self.responses:
-            kwargs["input"] = _corrected(list(self.history), correction, True)
-            if self.definitions:
-                kwargs["tools"] = [_flat_tool(t) for t in self.definitions]
-            if kwargs.get("store") is False:
-                kwargs["include"] = _with_encrypted_reasoning(kwargs.get("include"))
-            problems = validate_input(kwargs["input"], dialect=self.dialect)
-            if any(p.severity == "error" for p in problems):
-                raise RequestError(problems)
-            kwargs["stream"] = True
-            return kwargs
-        kwargs["messages"] = _corrected(list(self.history), correction, False)
-        if self.definitions:  # tools: [] is rejected (H16): omit the key instead
-            kwargs["tools"] = self.definitions
-        problems = validate_request(kwargs, dialect=self.dialect)
-        if any(p.severity == "error" for p in problems):
-            raise RequestError(problems)
-        kwargs["stream"] = True
-        return kwargs
+        history = _corrected(list(self.history), correction, self.api.answers_with_output)
+        return self.api.request(self, kwargs, history)
 
     # -- eager dispatch ------------------------------------------------------------------------
 
@@ -688,17 +652,7 @@ class _Loop:
     def append_results(self, results: Sequence[ToolResult], keys: Sequence[str]) -> None:
         """The tool messages of ``results`` join the history, answering the ids it carries
         (``keys``, one per result)."""
-        if self.responses:
-            for r, key in zip(results, keys, strict=True):
-                self.history.append({"type": "function_call_output", "call_id": key, "output": r.content})
-            return
-        for r, key in zip(results, keys, strict=True):
-            try:
-                message = r.to_message(self.dialect)
-                message["tool_call_id"] = self.renamed.get(message["tool_call_id"], message["tool_call_id"])
-            except Exception:  # a call the builders cannot answer (hostile id): answer the history's id
-                message = {"role": "tool", "tool_call_id": key, "content": r.content}
-            self.history.append(message)
+        self.api.answer(self, results, keys)
 
     def count_corrections(self, results: Sequence[ToolResult]) -> bool:
         """Count this step's correctable refusals per tool; True when a tool is out of rounds."""
@@ -735,9 +689,11 @@ class _Loop:
         ]
 
     def pending(self) -> list[ToolCall] | None:
-        """The unanswered calls of a trailing assistant message (a run resumed after a crash)."""
-        if self.responses:
-            return self._resumed_items()
+        """The unanswered calls a resumed history ends with (a run resumed after a crash)."""
+        return self.api.pending(self)
+
+    def pending_messages(self) -> list[ToolCall] | None:
+        """The unanswered calls of a trailing assistant message (Chat Completions)."""
         trailing = self._trailing()
         if trailing is None:
             return None
@@ -759,7 +715,7 @@ class _Loop:
             for i, (cid, name, arguments) in enumerate(found)
         ]
 
-    def _resumed_items(self) -> list[ToolCall] | None:
+    def pending_items(self) -> list[ToolCall] | None:
         """The unanswered ``function_call`` items of a Responses input, read by the Responses reader
         as the output of a response (``read_response``): sealed and checked as a streamed call is,
         and ``incomplete`` when an item's ``status`` is not ``"completed"`` (what a crash after an
@@ -784,8 +740,14 @@ class _Loop:
         """The call ids the trailing assistant message carries more than once. Such a history is
         refused before anything of it runs: the ledger, the approvals and the tool messages all go
         by id, so two calls under one id cannot be told apart (and no server accepts it: H06)."""
-        if self.responses:
-            return duplicate_ids(i["call_id"] for i in self._unanswered_items())
+        return self.api.duplicate_ids(self)
+
+    def duplicate_item_ids(self) -> list[str]:
+        """``duplicate_ids`` of a Responses input: its unanswered ``function_call`` items."""
+        return duplicate_ids(i["call_id"] for i in self._unanswered_items())
+
+    def duplicate_message_ids(self) -> list[str]:
+        """``duplicate_ids`` of a chat history: its trailing assistant message."""
         trailing = self._trailing()
         if trailing is None:
             return []
@@ -843,14 +805,8 @@ class _Loop:
             )
             if problems:
                 raise ApprovalError(problems)
-        if duplicates and self.responses:
-            r04 = [p for p in validate_input(self.history) if p.rule == "R04"]
-            said = f"call_id {duplicates[0]!r} appears twice in the input; nothing of it was run"
-            raise RequestError(r04 or [HistoryProblem(None, "R04", "error", said)])
         if duplicates:
-            h06 = [p for p in validate_history(self.history, dialect=self.dialect) if p.rule == "H06"]
-            said = f"id {duplicates[0]!r} appears twice in one tool_calls list; nothing of it was run"
-            raise RequestError(h06 or [HistoryProblem(None, "H06", "error", said)])
+            self.api.refuse_duplicates(self, duplicates)
         now_: list[ToolCall] = []
         waiting: list[ToolCall] = []
         for c in calls:
@@ -962,7 +918,7 @@ class _Turn:
         self.keys: list[str] = []
         self.running: list[int] = []  # the indexes of ``calls`` that run now (the rest wait for approval)
         self.aio: asyncio.AbstractEventLoop | None = None  # the async twin's loop (warm-ups run there)
-        self.background = background_key(loop.model, index, self.request) if loop.responses else None
+        self.background = loop.api.background(loop.model, index, self.request)
         """The ledger key of this step's background response (``background=True``): once its id is
         known it is recorded there, so that another process running the same step resumes it."""
         self.recorded = self.background is None
@@ -1143,8 +1099,7 @@ class _Turn:
                 parallel_tool_calls=request.get("parallel_tool_calls"),
                 starting_after=found[1],
             )
-        create = wrapped.responses.create if self.loop.responses else wrapped.chat.completions.create
-        return create(model=model, **request)
+        return self.loop.api.create(wrapped)(model=model, **request)
 
     def attempt_failed(self, error: BaseException) -> None:
         """The request or its stream failed (the exception is then re-raised to tenacity)."""
@@ -1172,15 +1127,7 @@ class _Turn:
         completion = self.completion
         loop.completion = completion
         self.calls = acc.tool_calls
-        if loop.responses:
-            items = response_items(completion)
-            self.keys = loop.adopt_items(items, self.calls)
-            loop.history.extend(items)
-            message: dict[str, Any] = {"items": items}
-        else:
-            message = assistant_message(completion, dialect=loop.dialect)
-            self.keys = loop.adopt_message(message, self.calls)
-            loop.history.append(message)
+        message, self.keys = loop.api.adopt(loop, completion, self.calls)
         loop.emit(ResponseReceived(self.index, completion, message))
         if self.calls:
             return None
@@ -1272,7 +1219,7 @@ def _correction_text(call: ToolCall, reason: str) -> str:
     )
 
 
-def _corrected(history: list[Any], correction: str | None, responses: bool) -> list[Any]:
+def _corrected(history: list[Any], correction: str | None, with_output: bool) -> list[Any]:
     """The next request's history with ``correction`` in a form every server accepts: added to the
     text of the last message when it is a user or tool message (a second user message in a row,
     or one right after a tool message, is refused by some servers: H37, H41), else as a user
@@ -1280,12 +1227,12 @@ def _corrected(history: list[Any], correction: str | None, responses: bool) -> l
     if correction is None:
         return history
     last = _plain(history[-1]) if history else {}
-    key = "output" if responses and last.get("type") == "function_call_output" else "content"
+    key = "output" if with_output and last.get("type") == "function_call_output" else "content"
     role_ok = last.get("role") in ("user", "tool") or key == "output"
     value = last.get(key)
     if role_ok and isinstance(value, str):
         return [*history[:-1], {**last, key: f"{value}\n\n{correction}" if value else correction}]
-    if role_ok and isinstance(value, list) and not responses:
+    if role_ok and isinstance(value, list) and not with_output:
         return [*history[:-1], {**last, key: [*value, {"type": "text", "text": correction}]}]
     return [*history, {"role": "user", "content": correction}]
 
@@ -1308,39 +1255,7 @@ def _plain(value: Any) -> dict[str, Any]:
     return {}
 
 
-def _with_encrypted_reasoning(include: Any) -> Any:
-    """``include`` with ``"reasoning.encrypted_content"``: with ``store=False`` the server keeps no
-    reasoning item, so a reasoning model's reasoning can go back beside its calls (rule R08) only as
-    the encrypted content the response carries when asked for it. Anything but a list, a tuple or
-    nothing is the caller's to get right, and left as it is for the SDK to judge."""
-    wanted = "reasoning.encrypted_content"
-    if include is None:
-        return [wanted]
-    if not isinstance(include, list | tuple):
-        return include
-    return list(include) if wanted in include else [*include, wanted]
-
-
-def _flat_tool(definition: Mapping[str, Any]) -> dict[str, Any]:
-    """A toolbox definition (the Chat Completions shape) in the Responses API's flat shape."""
-    function = definition.get("function")
-    if definition.get("type") != "function" or not isinstance(function, Mapping):
-        return dict(definition)
-    return {"type": "function", **function}
-
-
 _BACKGROUND_FP = "background-response"
-
-
-def background_key(model: str, index: int, request: Mapping[str, Any]) -> str | None:
-    """The ledger key of a step's background response: the step and a digest of what it asks
-    (model, input, tools), the same in every process that runs the same step of the same run; None
-    when the request is not a background one."""
-    if request.get("background") is not True:
-        return None
-    asked = [model, index, request.get("input"), request.get("tools"), request.get("instructions")]
-    text = json.dumps(asked, sort_keys=True, ensure_ascii=True, default=str)
-    return "background-response:" + hashlib.sha256(text.encode()).hexdigest()
 
 
 def _items(value: Any) -> list[Any]:
@@ -1455,10 +1370,8 @@ def _step(loop: _Loop, wrapped: Any, model: str, index: int) -> StopReason | Non
                             break  # fail_fast: leaving the block closes the stream at once
                     if turn.abandoned is not None:
                         pass
-                    elif loop.responses:
-                        turn.completion = stream.get_final_response()
                     else:
-                        turn.completion = stream.get_final_completion()
+                        turn.completion = loop.api.final(stream)
             except BaseException as exc:
                 turn.attempt_failed(exc)
                 raise
@@ -1525,10 +1438,8 @@ async def _astep(loop: _Loop, wrapped: Any, model: str, index: int) -> StopReaso
                                 break  # fail_fast: leaving the block closes the stream at once
                     if turn.abandoned is not None:
                         pass
-                    elif loop.responses:
-                        turn.completion = await stream.get_final_response()
                     else:
-                        turn.completion = await stream.get_final_completion()
+                        turn.completion = await loop.api.afinal(stream)
             except BaseException as exc:
                 turn.attempt_failed(exc)
                 raise
