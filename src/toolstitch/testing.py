@@ -437,7 +437,8 @@ class StreamScript:
     """Seconds to wait before each item (instead of ``delay``), e.g. a recording's own timing."""
     first_delay: float = 0.0
     """Seconds to wait, after the response headers, before the first write: a model's time to
-    first token (``delay`` then paces the rest)."""
+    first token (``delay`` then paces the rest: write ``n`` goes ``first_delay + n * delay`` after
+    the headers, on one schedule)."""
     cut_after_bytes: int | None = None
     """Send the first N bytes of the body (whatever they cut: an event, a line, a character), then
     drop the connection mid-body, as a proxy's idle timeout or a lost network does."""
@@ -994,14 +995,18 @@ class _RequestHandler(BaseHTTPRequestHandler):
         writes = script.writes()
         try:
             delays = script.delays if script.fragment is None else None
-            if script.first_delay:
-                time.sleep(script.first_delay)
+            # Writes are paced on one schedule (the first after ``first_delay``, then one every
+            # ``delay``), not by sleeping ``delay`` after each: sleeps overshoot, and summed over a
+            # long stream the overshoot would add up to a slower model than the one scripted.
+            start = time.monotonic() + script.first_delay
             for n, data in enumerate(writes):
                 if delays is not None:
                     if n < len(delays) and delays[n]:
                         time.sleep(delays[n])
-                elif n and script.delay:
-                    time.sleep(script.delay)
+                elif script.delay or script.first_delay:
+                    wait = start + n * script.delay - time.monotonic()
+                    if wait > 0:
+                        time.sleep(wait)
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
                 self.wfile.flush()
                 written += 1

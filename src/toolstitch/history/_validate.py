@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -613,25 +614,53 @@ def _check_tool(checker: _Checker, k: int, data: Any) -> tuple[str, str] | None:
 
 def _check_schema(checker: _Checker, k: int, name: Any, schema: Any) -> None:
     """H91: ``parameters`` must be a JSON Schema object, valid against its metaschema."""
-    import jsonschema  # imported on first use, like the core's schema checks
-
     param = f"tools[{k}].function.parameters"
     if not isinstance(schema, Mapping):
         what = f"the parameters of tool {_quote(name)} are {_json_type(schema)}, not a JSON Schema object"
         checker.add(None, "H91", what, param=param, name=name)
         return
     try:
+        text = json.dumps(schema, sort_keys=True, allow_nan=False)
+    except Exception:  # not JSON: checked as it is, never remembered
+        text = None
+    if text is not None and len(text) <= _REMEMBERED_SCHEMA_CHARS:
+        problem = _schema_problem_of_text(text)
+    else:
+        problem = _schema_problem(schema)
+    if problem is not None:
+        checker.add(None, "H91", problem.format(name=_quote(name)), param=param, name=name)
+
+
+# A run sends the same tools with every request, and checking a schema against its metaschema costs
+# milliseconds (jsonschema walks the whole metaschema): each schema's verdict is kept, by its
+# canonical JSON text, for schemas up to this size and at most 256 of them.
+_REMEMBERED_SCHEMA_CHARS = 64 * 1024
+
+
+@functools.lru_cache(maxsize=256)
+def _schema_problem_of_text(text: str) -> str | None:
+    return _schema_problem(json.loads(text))
+
+
+def _schema_problem(schema: Any) -> str | None:
+    """Why ``schema`` is not a valid JSON Schema (``{name}`` stands for the tool), or None."""
+    import jsonschema  # imported on first use, like the core's schema checks
+
+    try:
         cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
         cls.check_schema(schema)
     except jsonschema.SchemaError as exc:
-        path = "/".join(str(p) for p in exc.absolute_path)[:100] or "(root)"
-        reason = _clip(exc.message)
-        what = f"the parameters of tool {_quote(name)} are not a valid JSON Schema: at {path}: {reason}"
-        checker.add(None, "H91", what, param=param, name=name)
+        path = (
+            ("/".join(str(p) for p in exc.absolute_path)[:100] or "(root)")
+            .replace("{", "{{")
+            .replace("}", "}}")
+        )
+        reason = _clip(exc.message).replace("{", "{{").replace("}", "}}")
+        return f"the parameters of tool {{name}} are not a valid JSON Schema: at {path}: {reason}"
     except Exception as exc:  # a schema too deep or too odd to check is not known to be valid
-        reason = _clip(repr(exc))
-        what = f"the parameters of tool {_quote(name)} could not be checked as a JSON Schema: {reason}"
-        checker.add(None, "H91", what, param=param, name=name)
+        reason = _clip(repr(exc)).replace("{", "{{").replace("}", "}}")
+        return f"the parameters of tool {{name}} could not be checked as a JSON Schema: {reason}"
+    return None
 
 
 def _check_tool_choice(checker: _Checker, choice: Any, offered: Mapping[str, str]) -> None:
