@@ -7,10 +7,9 @@ enters the history; each retry is a step and a corrective round.
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Iterator
 from typing import Any
-
-import importlib.util
 
 import pytest
 
@@ -64,7 +63,9 @@ def goes_wrong_early(call_id: str = "c1") -> StreamScript:
     chunks = [chunk(delta={"role": "assistant", "content": None}), chunk(delta={"tool_calls": [head]})]
     chunks += [chunk(delta={"tool_calls": [{"index": 0, "function": {"arguments": p}}]}) for p in pieces]
     chunks.append(chunk(delta={}, finish_reason="tool_calls"))
-    return StreamScript(chunks, delay=0.002)
+    # 10 ms a chunk: the whole stream takes 2 s, so the client closes it long before its end even
+    # on a loaded machine (at 2 ms it could read all of it before reacting, under load).
+    return StreamScript(chunks, delay=0.01)
 
 
 GOOD = [("c2", "search_hotels", '{"city": "Rome", "budget": 200}')]
