@@ -87,9 +87,9 @@ def test_a_call_refused_while_streaming_closes_the_stream_and_asks_again(
     assert result.stop_reason == "done" and result.output_text == "Three hotels."
     assert ran == [("Rome", 200)]
     # The stream was closed: the server did not get to send the rest of it.
-    # (The server records a stream when it stops writing it: the long one, whatever the order.)
-    sent, scripted = max(server.streamed, key=lambda s: s[1])
-    assert sent < scripted
+    # (A stream the client closed may be recorded late, or not at all when the server's write
+    # fails on the closed socket: what must hold is that the long stream was never sent whole.)
+    assert not [(sent, scripted) for sent, scripted in server.streamed if sent == scripted > BAD_TAIL]
     [abandoned] = [e for e in events if isinstance(e, StreamAbandoned)]
     assert abandoned.step == 0 and abandoned.call.name == "search_hotels"
     assert "not valid JSON" in abandoned.reason
