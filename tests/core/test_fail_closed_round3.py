@@ -11,16 +11,14 @@ from __future__ import annotations
 
 import copy
 import gc
+import importlib.util
 import json
 import tracemalloc
 from typing import Any
 
 import pytest
-
-pytest.importorskip("openai.types.responses", reason="this openai release has no Responses API")
 from openai._models import construct_type
 from openai.types.chat import ChatCompletionChunk
-from openai.types.responses import ResponseStreamEvent
 
 import toolstitch as ts
 from toolstitch.core import Limits, ResponseAccumulator
@@ -38,7 +36,13 @@ WEATHER = {
 PARIS = [("call_1", "get_weather", '{"city": "Paris"}')]
 
 
+HAS_RESPONSES = importlib.util.find_spec("openai.types.responses") is not None
+responses_api = pytest.mark.skipif(not HAS_RESPONSES, reason="this openai release has no Responses API")
+
+
 def as_sdk(events: list[dict[str, Any]]) -> list[Any]:
+    from openai.types.responses import ResponseStreamEvent
+
     return [construct_type(type_=ResponseStreamEvent, value=copy.deepcopy(e)) for e in events]
 
 
@@ -61,6 +65,7 @@ def at(events: list[dict[str, Any]], kind: str) -> int:
 # -- 1. a statement after the fact --------------------------------------------------------------
 
 
+@responses_api
 @pytest.mark.parametrize("late", [', "unit": "f"}', " ", "\n"])
 def test_text_after_the_done_statement_refuses_the_call(late: str) -> None:
     """Deltas ``{"city": "Paris"``, a ``.done`` that says the same, then more text: refused, even
@@ -90,6 +95,7 @@ def test_text_after_the_done_statement_refuses_the_call(late: str) -> None:
         assert call.arguments == '{"city": "Paris"'
 
 
+@responses_api
 def test_a_delta_after_output_item_done_refuses_the_call() -> None:
     events = response_events(PARIS)
     done = at(events, "response.output_item.done")
@@ -107,6 +113,7 @@ def test_a_delta_after_output_item_done_refuses_the_call() -> None:
 # -- 2. one item twice --------------------------------------------------------------------------
 
 
+@responses_api
 def test_a_final_output_that_repeats_an_item_refuses_it_and_opens_no_second_call() -> None:
     events = response_events(PARIS)
     final = events[-1]["response"]
@@ -117,6 +124,7 @@ def test_a_final_output_that_repeats_an_item_refuses_it_and_opens_no_second_call
         assert "arguments_mismatch" in {a.code for a in acc.anomalies}
 
 
+@responses_api
 def test_two_items_claiming_one_call_id_are_both_refused() -> None:
     events = response_events(
         [("call_1", "get_weather", '{"city": "Paris"}'), ("call_1", "get_weather", '{"city": "Rome"}')]
@@ -128,6 +136,7 @@ def test_two_items_claiming_one_call_id_are_both_refused() -> None:
 # -- 3. the final response is the server's --------------------------------------------------------
 
 
+@responses_api
 def test_get_final_response_is_the_servers_payload_and_a_disagreement_refuses() -> None:
     events = response_events(PARIS)
     events[-1]["response"]["output"] = []
@@ -141,6 +150,7 @@ def test_get_final_response_is_the_servers_payload_and_a_disagreement_refuses() 
     assert acc.get_final_response() is sdk_events[-1].response  # exactly as the SDK decoded it
 
 
+@responses_api
 def test_other_arguments_in_the_final_output_refuse_the_call_and_are_kept_as_sent() -> None:
     events = response_events(PARIS)
     events[-1]["response"]["output"][0]["arguments"] = '{"city": "Rome"}'
@@ -152,6 +162,7 @@ def test_other_arguments_in_the_final_output_refuse_the_call_and_are_kept_as_sen
 # -- 4. a finish that decides again ---------------------------------------------------------------
 
 
+@responses_api
 @pytest.mark.parametrize("status", ["incomplete", "failed", "in_progress", "cancelled", None, 5])
 def test_a_completed_event_whose_response_is_not_completed_decides_with_calls_not_ready(status: Any) -> None:
     events = response_events(PARIS)
@@ -167,6 +178,7 @@ def test_a_completed_event_whose_response_is_not_completed_decides_with_calls_no
     assert [c.status for c in acc.tool_calls] != ["ready"]
 
 
+@responses_api
 def test_a_completed_event_after_an_error_event_is_signalled() -> None:
     events = response_events(PARIS)
     events.insert(len(events) - 1, {"type": "error", "code": "server_error", "message": "boom"})
