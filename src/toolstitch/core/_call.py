@@ -773,6 +773,22 @@ def _exceed(call: ToolCall, limit_name: str, limit: int, text: str, notes: list[
     _to_invalid(call, error, None, None)
 
 
+def _refuse_text(
+    call: ToolCall,
+    text: str,
+    raw: Any,
+    notes: list[Anomaly] | None,
+    code: str,
+    why: str,
+    error: ToolCallError,
+) -> None:
+    """Text a frozen call must not take: counted, noted, and the call refused (its text kept)."""
+    call._metrics.bytes += text_size(text)
+    if notes is not None:
+        notes.append(Anomaly(code, why, call._choice, call._index, raw))
+    _to_invalid(call, error, None, None)
+
+
 def _after_statement(
     owner: CallOwner,
     call: ToolCall,
@@ -784,27 +800,13 @@ def _after_statement(
     want: bool,
 ) -> None:
     """stated + fragment: the server said the text was whole, then sent more. Refused."""
-    call._metrics.bytes += text_size(text)
-    if notes is not None:
-        notes.append(
-            Anomaly(
-                AnomalyCode.ARGUMENTS_MISMATCH,
-                "argument text arrived after the call's whole text was stated",
-                call._choice,
-                call._index,
-                raw,
-            )
-        )
-    _to_invalid(
-        call,
-        TransitionRefused(
-            "argument text arrived after the server stated the call's whole text; the stated text "
-            "was kept and the call refused",
-            raw=text[: call._sample_chars],
-        ),
-        None,
-        None,
+    error = TransitionRefused(
+        "argument text arrived after the server stated the call's whole text; the stated text "
+        "was kept and the call refused",
+        raw=text[: call._sample_chars],
     )
+    why = "argument text arrived after the call's whole text was stated"
+    _refuse_text(call, text, raw, notes, AnomalyCode.ARGUMENTS_MISMATCH, why, error)
 
 
 def _late(
@@ -818,26 +820,12 @@ def _late(
     want: bool,
 ) -> None:
     """ready + fragment: a late fragment. The sealed text is kept; the call is refused."""
-    call._metrics.bytes += text_size(text)
-    if notes is not None:
-        notes.append(
-            Anomaly(
-                AnomalyCode.FRAGMENT_AFTER_FINISH,
-                "argument text arrived for a sealed call; the call was refused",
-                call._choice,
-                call._index,
-                raw,
-            )
-        )
-    _to_invalid(
-        call,
-        LateFragment(
-            "a fragment arrived after the call was sealed; the sealed text was kept and the call refused",
-            raw=text[: call._sample_chars],
-        ),
-        None,
-        None,
+    error = LateFragment(
+        "a fragment arrived after the call was sealed; the sealed text was kept and the call refused",
+        raw=text[: call._sample_chars],
     )
+    why = "argument text arrived for a sealed call; the call was refused"
+    _refuse_text(call, text, raw, notes, AnomalyCode.FRAGMENT_AFTER_FINISH, why, error)
 
 
 def _count_only(
