@@ -165,12 +165,14 @@ class CallStore:
         return out
 
     def feed(self, chunk: Any, seq: int | None = None, *, events: bool = True) -> Sequence[Event]:
-        """Take one chunk (a ``ChatCompletionChunk`` or a dict) and return what happened.
+        """Take one chunk (a ``ChatCompletionChunk`` or a dict; for the Responses reader, one
+        stream event, an SDK event object or a dict) and return what happened.
 
         ``seq`` is an optional monotonic sequence number (for example the SSE event id): a chunk
         whose number is not greater than the last one seen is a transport replay and is dropped,
         with an anomaly. Without ``seq`` every chunk is taken as new, so a chunk fed twice is
         counted twice (its arguments appended twice): pass ``seq`` when the transport can resend.
+        (A Responses event's own ``sequence_number`` is checked besides, by its reader.)
 
         ``events=False`` is for a consumer that never reads the events (the wrapped stream, unless
         its user asked for them): the state written is the same, but the per-chunk events are not
