@@ -20,10 +20,14 @@ import asyncio
 import copy
 import datetime
 import inspect
+import os
+import subprocess
+import sys
 import types
 import typing
 import warnings
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import openai
@@ -137,6 +141,38 @@ def _check(data: Any) -> bool:
 def test_self_check_passes_on_the_installed_release() -> None:
     status = _fast.fast_decode_status()
     assert (status.events, status.events_reason) == (True, "")
+
+
+_LAZY_CHECK = """
+from toolstitch.client import _fast
+from toolstitch.testing import LocalServer, StreamScript, response_events, tool_call_chunks
+import toolstitch as ts
+
+with LocalServer() as server:
+    server.enqueue(StreamScript(tool_call_chunks([("call_1", "f", "{}")])))
+    client = ts.wrap(server.client())
+    list(client.chat.completions.create(model="m", messages=[], stream=True))
+    assert _fast.fast_decode_status().builder
+    print("after chat", _fast._responses_status.cache_info().currsize)
+    server.enqueue(StreamScript.responses(response_events([("call_1", "f", "{}")])))
+    stream = client.responses.create(model="m", input="hi", stream=True)
+    assert isinstance(stream.sdk_stream._client, _fast._FastClient)
+    list(stream)
+    print("after responses", _fast._responses_status.cache_info().currsize)
+"""
+
+
+def test_the_responses_self_check_runs_when_a_responses_stream_first_needs_it() -> None:
+    # A fresh process: the chat half of the self-check runs at the first chat stream, and the
+    # Responses half (which builds the validators of the SDK's whole event union) only at the
+    # first Responses stream, never for a program that streams chat completions alone.
+    src = str(Path(ts.__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    result = subprocess.run(
+        [sys.executable, "-c", _LAZY_CHECK], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split("\n")[:2] == ["after chat 0", "after responses 1"], result.stdout
 
 
 def test_the_plan_covers_every_member_of_the_sdks_union() -> None:

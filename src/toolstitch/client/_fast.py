@@ -378,20 +378,44 @@ def _events(decode: Callable[[Any], Iterable[Any]], reads: list[bytes]) -> list[
 
 
 class _Status:
-    """What the self-check found for the installed release (computed once, at first use)."""
+    """What the self-check found for the installed release (computed once, at first use).
 
-    __slots__ = ("builder", "decoder", "events", "events_reason", "reason")
+    The Responses half (``events``, ``events_reason``) is computed when a Responses stream first
+    asks for it, not with the chat half: it builds the validators of the SDK's whole event union
+    (about half a second), which a program that only streams chat completions never needs."""
+
+    __slots__ = ("_responses", "builder", "decoder", "reason")
 
     def __init__(
-        self, builder: bool, decoder: bool, reason: str, events: bool = False, events_reason: str = ""
+        self,
+        builder: bool,
+        decoder: bool,
+        reason: str,
+        events: bool = False,
+        events_reason: str = "",
+        *,
+        responses_later: bool = False,
     ) -> None:
         self.builder = builder
         self.decoder = decoder
         self.reason = reason
-        self.events = events
+        self._responses: tuple[bool, str] | None = None if responses_later else (events, events_reason)
+
+    def _responses_half(self) -> tuple[bool, str]:
+        found = self._responses
+        if found is None:
+            found = self._responses = _responses_status()
+        return found
+
+    @property
+    def events(self) -> bool:
         """Responses API events build fast (:mod:`._fast_events`), equal to the SDK's."""
-        self.events_reason = events_reason
+        return self._responses_half()[0]
+
+    @property
+    def events_reason(self) -> str:
         """Why not, when the release has the Responses API and they do not ("" otherwise)."""
+        return self._responses_half()[1]
 
 
 _lock = threading.Lock()
@@ -400,26 +424,35 @@ _lock = threading.Lock()
 @functools.cache
 def fast_decode_status() -> _Status:
     """Run the self-check once: can chunks be built fast, and can SSE be decoded fast, with
-    results equal to this ``openai`` release's own?"""
+    results equal to this ``openai`` release's own? (Responses events: when first asked.)"""
     with _lock:
         version = getattr(openai, "__version__", "?")
-        events, events_reason = _events_status(version)
         try:
             decoder = _decoder_agrees()
         except Exception:
             decoder = False
         if _ROOT is None:
             reason = f"openai {version}: ChatCompletionChunk has fields the fast builder cannot prove equal"
-            return _Status(False, decoder, reason, events, events_reason)
+            return _Status(False, decoder, reason, responses_later=True)
         try:
             builder = _builder_agrees()
         except Exception as exc:  # a self-check that fails proves nothing: keep the SDK's decoding
             reason = f"openai {version}: the self-check failed ({type(exc).__name__})"
-            return _Status(False, decoder, reason, events, events_reason)
+            return _Status(False, decoder, reason, responses_later=True)
         if not builder:
             reason = f"openai {version}: its chunks differ from the fast builder's"
-            return _Status(False, decoder, reason, events, events_reason)
-        return _Status(True, decoder, "", events, events_reason)
+            return _Status(False, decoder, reason, responses_later=True)
+        return _Status(True, decoder, "", responses_later=True)
+
+
+_responses_lock = threading.Lock()
+
+
+@functools.cache
+def _responses_status() -> tuple[bool, str]:
+    """The Responses half of the self-check, run once, when a Responses stream first needs it."""
+    with _responses_lock:
+        return _events_status(getattr(openai, "__version__", "?"))
 
 
 def _events_status(version: str) -> tuple[bool, str]:
