@@ -43,7 +43,7 @@ import threading
 import time
 import urllib.parse
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -232,6 +232,7 @@ def response_events(
     model: str = "test-model",
     usage: Mapping[str, Any] | None = _RESPONSE_USAGE,
     interleave: bool = False,
+    custom: bool | Collection[str] = (),
     **extra: Any,
 ) -> list[dict[str, Any]]:
     """A realistic Responses API stream, as OpenAI sends it, for ``calls = [(call_id, name,
@@ -246,7 +247,10 @@ def response_events(
     ``"failed"``: ``response.failed`` with an ``error``). Item ids are ``fc_<n>`` (calls),
     ``msg_<n>`` and ``rs_<n>``. ``interleave`` alternates the deltas of the calls (OpenAI streams
     items one after another; this is for hostile orders). ``extra`` goes into every response
-    object. Every event carries its ``sequence_number``.
+    object. Every event carries its ``sequence_number``. ``custom`` (``True``, or a collection of
+    call ids) streams those calls as a custom tool's ``custom_tool_call`` items instead: ``input``
+    for ``arguments`` (the third member is the input text), ids ``ctc_<n>``, pieces in
+    ``response.custom_tool_call_input.delta`` and ``.done`` events.
     """
     events: list[dict[str, Any]] = []
     output: list[dict[str, Any]] = []
@@ -353,12 +357,18 @@ def response_events(
     finished: list[dict[str, Any]] = []
     for call_id, name, arguments in calls:
         position = len(output) + len(per_call)
-        fid = f"fc_{position}"
+        is_custom = custom is True or (not isinstance(custom, bool) and call_id in custom)
+        kind, key, prefix, stem = (
+            ("custom_tool_call", "input", "ctc", "custom_tool_call_input")
+            if is_custom
+            else ("function_call", "arguments", "fc", "function_call_arguments")
+        )
+        fid = f"{prefix}_{position}"
         opened = {
             "id": fid,
-            "type": "function_call",
+            "type": kind,
             "status": "in_progress",
-            "arguments": "",
+            key: "",
             "call_id": call_id,
             "name": name,
         }
@@ -367,7 +377,7 @@ def response_events(
         ]
         steps += [
             {
-                "type": "response.function_call_arguments.delta",
+                "type": f"response.{stem}.delta",
                 "item_id": fid,
                 "output_index": position,
                 "delta": piece,
@@ -376,13 +386,13 @@ def response_events(
         ]
         steps.append(
             {
-                "type": "response.function_call_arguments.done",
+                "type": f"response.{stem}.done",
                 "item_id": fid,
                 "output_index": position,
-                "arguments": arguments,
+                key: arguments,
             }
         )
-        item = {**opened, "status": "completed", "arguments": arguments}
+        item = {**opened, "status": "completed", key: arguments}
         steps.append({"type": "response.output_item.done", "output_index": position, "item": item})
         per_call.append(steps)
         finished.append(item)
@@ -751,7 +761,8 @@ def check_response_input(input: Any, previous_calls: Sequence[str] = ()) -> str 
     """OpenAI's error text for the first problem it answers a Responses request's ``input`` with
     (400), or None: a ``function_call_output`` whose ``call_id`` no ``function_call`` before it
     (nor the previous response, ``previous_calls``) made; a ``function_call`` (or a previous
-    response's call) that no ``function_call_output`` answers; an output without ``call_id``.
+    response's call) that no ``function_call_output`` answers; an output without ``call_id``. A
+    custom tool's ``custom_tool_call`` and ``custom_tool_call_output`` are held to the same.
 
     Written independently of the package's validator, from the answers OpenAI gives, so a test can
     hold the two against each other. A string ``input`` is a user message.
@@ -765,9 +776,9 @@ def check_response_input(input: Any, previous_calls: Sequence[str] = ()) -> str 
         if not isinstance(item, Mapping):
             continue
         kind = item.get("type")
-        if kind == "function_call":
+        if kind in ("function_call", "custom_tool_call"):
             made.append(item.get("call_id"))
-        elif kind == "function_call_output":
+        elif kind in ("function_call_output", "custom_tool_call_output"):
             call_id = item.get("call_id")
             if not isinstance(call_id, str) or not call_id:
                 return _R03.format(n=n)
@@ -1224,7 +1235,9 @@ class LocalServer:
         return [
             item["call_id"]
             for item in output or ()
-            if isinstance(item, Mapping) and item.get("type") == "function_call" and "call_id" in item
+            if isinstance(item, Mapping)
+            and item.get("type") in ("function_call", "custom_tool_call")
+            and "call_id" in item
         ]
 
     def _delete_stored(self, completion_id: str) -> None:

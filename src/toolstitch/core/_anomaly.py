@@ -145,6 +145,11 @@ class AnomalyCode:
     ITEM_NOT_STREAMED = "item_not_streamed"
     """A ``function_call`` item appeared only in the final response (never streamed); it was read
     from there, held to the same checks."""
+    GRAMMAR_UNCHECKED = "grammar_unchecked"
+    """A custom tool call's input was not checked against the tool's grammar: a ``lark`` grammar
+    (toolstitch has no Lark parser; the call may still be ``ready``), or a ``regex`` one that
+    cannot be checked (it does not compile, uses backreferences or lookaround, or is over a bound:
+    the call was refused)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -62,7 +62,7 @@ from ._anomaly import Anomaly, AnomalyCode
 from ._clock import CLOCK_ANCHOR, now, timings_dict, wall_clock
 from ._events import ArgumentsComplete, ArgumentsMalformed, ToolCallInvalid, arguments_delta
 from ._limits import Limits
-from ._parse import has_lone_surrogate, join_surrogate_pairs, parse_arguments
+from ._parse import has_lone_surrogate, join_surrogate_pairs, parse_arguments, parse_input
 from ._preview import Preview
 from ._scanner import JSONScanner
 
@@ -101,6 +101,9 @@ FRAGMENT, IDENTITY, STATEMENT, FINISH, LIMIT, FAULT, END = (
     "end",
 )
 EVENTS = (FRAGMENT, IDENTITY, STATEMENT, FINISH, LIMIT, FAULT, END)
+CUSTOM = "custom"
+"""The ``type`` of a custom tool's call: its text is the input itself, not JSON (sealed with
+``_parse.parse_input``, checked against the tool's ``format``)."""
 MAX_NAME = 1024
 """Characters of a function name beyond which it is unusable (OpenAI allows 64)."""
 
@@ -161,10 +164,12 @@ class ToolCall:
     ``slot``       opening order of the call within its choice (0, 1, …), distinct when indexes repeat
     ``id``         the call id (as the server sent it; synthesized only when it sent none usable)
     ``name``       the function name (first non-empty value)
-    ``type``       the ``type`` the provider sent (normally ``"function"``)
-    ``arguments``  the raw argument text exactly as received (a bounded sample after a limit)
+    ``type``       the ``type`` the provider sent (``"function"``; ``"custom"`` for a custom tool's call)
+    ``arguments``  the raw argument text exactly as received (a bounded sample after a limit); a
+                   custom tool's call: its input text
     ``status``     ``"open"``, ``"ready"``, ``"invalid"`` or ``"incomplete"``
-    ``parsed``     the parsed arguments once sealed and parsed (kept for ``invalid`` schema failures too)
+    ``parsed``     the parsed arguments once sealed and parsed (kept for ``invalid`` schema failures too);
+                   a custom tool's call: its input, the text itself (never parsed as JSON)
     ``error``      why the call is ``invalid`` or ``incomplete``, else ``None``
     ``anomalies``  what the provider did differently for this call
     ``metrics``    counts and timings
@@ -269,7 +274,8 @@ class ToolCall:
 
     @property
     def type(self) -> str | None:
-        """The ``type`` the provider sent for the call."""
+        """The ``type`` the provider sent for the call: ``"function"``, or ``"custom"`` for a call of
+        a custom tool (a Responses ``custom_tool_call``), whose input is text, not JSON."""
         return self._type
 
     @property
@@ -381,8 +387,11 @@ class ToolCall:
         numbers and literals are left out, and keys are never invented. A call that shows a
         preview may still turn ``invalid`` or ``incomplete``: execute only ``ready`` calls, with
         ``parsed``. Once the call is ``ready`` the preview is ``parsed`` itself. Maintained
-        incrementally (``_preview.py``); each read returns a fresh dict. Never raises.
+        incrementally (``_preview.py``); each read returns a fresh dict. Never raises. A custom
+        tool's call has no preview (None): its input is text, read as ``arguments``.
         """
+        if self._type == CUSTOM:
+            return None
         if self._status == "ready":
             return self._parsed  # type: ignore[no-any-return]
         try:
@@ -926,7 +935,7 @@ def _identify(
                 _note(notes, call, raw, "type_null")
             else:
                 call._type = ftype
-                if ftype != "function":
+                if ftype != "function" and ftype != CUSTOM:
                     _note(notes, call, raw, "type_unexpected", new=ftype)
         elif call._metrics.fragments == 0:
             _note(notes, call, raw, "type_missing")
@@ -1055,9 +1064,13 @@ def _seal(
     """open/stated + finish: parse once, strictly, then the request's checks (``_seal.py``)."""
     call._metrics.sealed_at = t
     text = call.arguments
-    empty = text == ""
-    as_object = empty and checks.empty_as_object(call._name)
-    parsed, error = parse_arguments("{}" if as_object else text)
+    if call._type == CUSTOM:
+        # A custom tool's input is text, not JSON: it is its own value (``_parse.parse_input``).
+        as_object = False
+        parsed, error = parse_input(text)
+    else:
+        as_object = text == "" and checks.empty_as_object(call._name)
+        parsed, error = parse_arguments("{}" if as_object else text)
     call._parsed = parsed
     if call._pending_error is not None:
         error = call._pending_error

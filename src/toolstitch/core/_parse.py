@@ -2,7 +2,8 @@
 it needs: RFC 8259 JSON, an object at the top level, and a value every parser reads alike (no NaN
 or Infinity, no number outside a double's range, no key twice, no lone surrogate, raw or escaped).
 So a ``ready`` value is valid Unicode. The owner of a call's life (``_call.py``) calls
-:func:`parse_arguments` once per call."""
+:func:`parse_arguments` once per call, or :func:`parse_input` for a custom tool's call (its input
+is text, not JSON)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from typing import Any
 
 from ..errors import ArgumentsNotAnObject, EmptyArguments, MalformedArguments, ToolCallError
 
-__all__ = ["has_lone_surrogate", "join_surrogate_pairs", "parse_arguments"]
+__all__ = ["has_lone_surrogate", "join_surrogate_pairs", "parse_arguments", "parse_input"]
 
 
 def has_lone_surrogate(text: str) -> bool:
@@ -124,3 +125,15 @@ def parse_arguments(text: str) -> tuple[Any, ToolCallError | None]:
             f"arguments must be a JSON object, got {type(value).__name__}", raw=text
         )
     return value, None
+
+
+def parse_input(text: str) -> tuple[Any, ToolCallError | None]:
+    """A custom tool call's input: text, not JSON, so it is not parsed: it is the value itself
+    (``""`` included), provided it is valid Unicode (a lone surrogate cannot reach a tool intact)."""
+    if has_lone_surrogate(text):
+        return None, MalformedArguments(
+            "the input text is not valid Unicode (it holds a lone UTF-16 surrogate, e.g. a character "
+            "cut in half by a proxy): it cannot reach a tool intact",
+            raw=text,
+        )
+    return text, None

@@ -64,6 +64,7 @@ from ._events import (
     ReasoningDelta,
     RefusalDelta,
     ToolCallIncomplete,
+    arguments_delta,
 )
 from ._limits import Limits, retained
 from ._read import ChoiceState, open_fragment_call
@@ -97,10 +98,26 @@ _EVENT = frozenset(
         "obfuscation",
         "part",
         "name",
+        "input",
     }
 )
 _EVENT_KEYS = Shape(_EVENT, ("type", "sequence_number"))
-_ITEM_KEYS = Shape(frozenset({"type", "id", "call_id", "name", "arguments", "status"}), ("type", "id"))
+_ITEM_KEYS = Shape(
+    frozenset({"type", "id", "call_id", "name", "arguments", "input", "status"}), ("type", "id")
+)
+_CALL_ITEMS = {"function_call": "arguments", "custom_tool_call": "input"}
+"""The item types that are calls, and the field that holds each one's text: a function's
+``arguments`` (JSON), a custom tool's ``input`` (free text, checked against the tool's format)."""
+_CALL_TYPES = {"function_call": "function", "custom_tool_call": "custom"}
+"""The ``ToolCall.type`` of each kind of call item."""
+_DELTA_EVENTS = {
+    "response.function_call_arguments.delta": "function_call",
+    "response.custom_tool_call_input.delta": "custom_tool_call",
+}
+_DONE_EVENTS = {
+    "response.function_call_arguments.done": "function_call",
+    "response.custom_tool_call_input.done": "custom_tool_call",
+}
 _RESPONSE_KEYS = Shape(
     frozenset({"id", "status", "output", "usage", "model", "created_at", "error"}), ("id", "status")
 )
@@ -188,14 +205,20 @@ def response_class() -> Any:
 
 
 class _Item:
-    """One ``function_call`` item of the response: its call and what the stream said of it."""
+    """One call item of the response (``function_call`` or ``custom_tool_call``): its call and
+    what the stream said of it."""
 
-    __slots__ = ("call", "closed", "item_id", "output_index")
+    __slots__ = ("call", "closed", "hot", "item_id", "kind", "output_index")
 
-    def __init__(self, item_id: str | None, output_index: int, call: ToolCall | None) -> None:
+    def __init__(self, item_id: str | None, output_index: int, call: ToolCall | None, kind: str) -> None:
         self.item_id = item_id
         self.output_index = output_index
         self.call = call
+        self.kind = kind
+        """``"function_call"`` or ``"custom_tool_call"``: which events and which text field are its."""
+        self.hot = "response.function_call_arguments.delta" if kind == "function_call" else None
+        """The delta event whose plain continuations take the owner's hot entry: a function's (a
+        custom tool's input goes through :meth:`ResponseAccumulator._take_text`)."""
         self.closed = False
         """Its ``response.output_item.done`` said ``status: "completed"``."""
 
@@ -471,7 +494,9 @@ class ResponseAccumulator(CallStore):
         )
         if call is None:
             return None
-        item = _Item(iid, index, call)
+        kind = ifields.get("type")
+        kind = kind if kind in _CALL_ITEMS else "function_call"
+        item = _Item(iid, index, call, kind)
         self._by_call[id(call)] = item
         self._touched = call
         fid = ifields.get("call_id")
@@ -497,7 +522,7 @@ class ResponseAccumulator(CallStore):
             call,
             id=fid,
             name=name,
-            type="function",
+            type=_CALL_TYPES[kind],
             opening=True,
             taint=taint,
             raw=raw,
@@ -546,7 +571,8 @@ class ResponseAccumulator(CallStore):
             )
             return
         ifields = read[0]
-        if ifields.get("type") != "function_call":
+        text_key = _CALL_ITEMS.get(ifields.get("type"))  # type: ignore[arg-type]
+        if text_key is None:
             return
         notes: list[Anomaly] = []
         iid = ifields.get("id")
@@ -563,20 +589,43 @@ class ResponseAccumulator(CallStore):
         item = self._open_item(ifields, fields.get("output_index"), raw, out, notes)
         call = item.call if item is not None else None
         if item is not None and call is not None:
-            arguments = ifields.get("arguments")
+            arguments = ifields.get(text_key)
             if type(arguments) is str:
                 if arguments:
                     # OpenAI announces an item with "" and streams the text; a server that
                     # announces some of it has it read as the first piece, held to the same
                     # statements (``.done``, ``output_item.done``).
-                    self._owner.take(call, text=arguments, raw=raw, notes=notes, events=out, want=want)
+                    self._take_text(item, arguments, raw, notes, out, want)
             elif arguments is not None:
                 notes.append(
-                    Anomaly(AnomalyCode.ARGUMENTS_NOT_STRING, f"arguments was {show(arguments)}", raw=raw)
+                    Anomaly(AnomalyCode.ARGUMENTS_NOT_STRING, f"{text_key} was {show(arguments)}", raw=raw)
                 )
-                self._owner.taint(call, MalformedArguments("the announced arguments were not text"))
+                self._owner.taint(call, MalformedArguments(f"the announced {text_key} was not text"))
         for note in notes:
             self._record(note, call, out)
+
+    def _take_text(
+        self,
+        item: _Item,
+        text: str | None,
+        raw: Any,
+        notes: list[Anomaly],
+        out: list[Event],
+        want: bool,
+        taint: MalformedArguments | None = None,
+    ) -> None:
+        """A piece of an item's text, for the owner. A custom tool's input is text, not JSON: its
+        pieces are told as ``ArgumentsDelta`` here, and the JSON scanner is never asked about them
+        (no ``ArgumentsComplete`` or ``ArgumentsMalformed`` for text that is not meant as JSON)."""
+        call = item.call
+        assert call is not None
+        if item.kind == "function_call":
+            self._owner.take(call, text=text, taint=taint, raw=raw, notes=notes, events=out, want=want)
+            return
+        before = call.chars
+        self._owner.take(call, text=text, taint=taint, raw=raw, notes=notes, events=out, want=False)
+        if want and text and call.status == "open" and call.chars == before + len(text):
+            out.append(arguments_delta(call, text))
 
     def _delta(self, kind: str, fields: Mapping[str, Any], raw: Any, out: list[Event], want: bool) -> None:
         try:
@@ -596,7 +645,8 @@ class ResponseAccumulator(CallStore):
         if call is None:
             return
         if (
-            type(delta) is str
+            kind == item.hot
+            and type(delta) is str
             and delta
             and (index is None or index == item.output_index)
             and call.status == "open"
@@ -611,6 +661,20 @@ class ResponseAccumulator(CallStore):
             return
         notes = []
         taint = None
+        said = _DELTA_EVENTS[kind]
+        if said != item.kind:
+            # A function's argument delta for a custom tool's item, or the reverse: which text is
+            # whose cannot be told, so the call is refused at seal.
+            notes.append(
+                Anomaly(
+                    AnomalyCode.MALFORMED_CHUNK,
+                    f"a {said} delta named item {show(iid)}, a {item.kind} item",
+                    raw=raw,
+                )
+            )
+            taint = MalformedArguments(
+                f"a {said} delta named this {item.kind} item: the call may not be what the server sent"
+            )
         if index is not None and index != item.output_index and call.status == "open":
             notes.append(
                 Anomaly(
@@ -620,7 +684,7 @@ class ResponseAccumulator(CallStore):
                     raw=raw,
                 )
             )
-            taint = MalformedArguments(
+            taint = taint or MalformedArguments(
                 "a delta of this item named another output_index: which text is whose cannot be told"
             )
         if type(delta) is not str:
@@ -632,7 +696,7 @@ class ResponseAccumulator(CallStore):
             delta = None
         # A delta after the call's text was stated (``.done``, ``output_item.done``) or sealed is
         # refused by the owner's table, whitespace included.
-        self._owner.take(call, text=delta or None, taint=taint, raw=raw, notes=notes, events=out, want=want)
+        self._take_text(item, delta or None, raw, notes, out, want, taint)
         for note in notes:
             self._record(note, call, out)
 
@@ -682,9 +746,14 @@ class ResponseAccumulator(CallStore):
         if fid is not None and type(fid) is not str:
             self._disagree(call, f"the call_id in {where} was {show(fid)}, not text", raw, out)
             return
-        text = ifields.get("arguments")
+        key = _CALL_ITEMS[item.kind]
+        said = ifields.get("type")
+        if said is not None and said != item.kind:
+            self._disagree(call, f"{where} calls a {item.kind} item a {show(said)}", raw, out)
+            return
+        text = ifields.get(key)
         if text is not None and type(text) is not str:
-            self._disagree(call, f"the arguments in {where} were {show(text)}, not text", raw, out)
+            self._disagree(call, f"the {key} in {where} were {show(text)}, not text", raw, out)
             return
         adopt = not (self._orphans or self._orphans_lost)
         if text and call.chars == 0 and call.metrics.bytes == 0 and not call.stated:
@@ -719,21 +788,23 @@ class ResponseAccumulator(CallStore):
     ) -> None:
         iid = fields.get("item_id")
         item = self._items.get(iid) if type(iid) is str else None
+        where = kind.removeprefix("response.")
         if item is None:
             self._record(
                 Anomaly(
                     AnomalyCode.UNKNOWN_ITEM,
-                    f"function_call_arguments.done for item {show(iid)}, which no "
-                    "output_item.added announced",
+                    f"{where} for item {show(iid)}, which no output_item.added announced",
                     raw=raw,
                 ),
                 None,
                 out,
             )
             return
-        # Newer servers repeat the name here.
-        statement = {"arguments": fields.get("arguments"), "name": fields.get("name")}
-        self._settle(item, statement, "function_call_arguments.done", raw, out)
+        # Newer servers repeat the name here. The event's own kind is the item type it speaks of.
+        item_type = _DONE_EVENTS[kind]
+        key = _CALL_ITEMS[item_type]
+        statement = {"type": item_type, key: fields.get(key), "name": fields.get("name")}
+        self._settle(item, statement, where, raw, out)
 
     def _item_done(
         self, kind: str, fields: Mapping[str, Any], raw: Any, out: list[Event], want: bool
@@ -745,7 +816,8 @@ class ResponseAccumulator(CallStore):
             return
         ifields = read[0]
         output_index = fields.get("output_index")
-        if ifields.get("type") != "function_call":
+        item_type = ifields.get("type")
+        if item_type not in _CALL_ITEMS:
             return
         iid = ifields.get("id")
         call_id = ifields.get("call_id")
@@ -757,7 +829,7 @@ class ResponseAccumulator(CallStore):
             notes.append(
                 Anomaly(
                     AnomalyCode.UNKNOWN_ITEM,
-                    f"output_item.done for function_call item {show(iid)}, which no output_item.added "
+                    f"output_item.done for {item_type} item {show(iid)}, which no output_item.added "
                     "announced; read whole",
                     raw=raw,
                 )
@@ -967,7 +1039,7 @@ class ResponseAccumulator(CallStore):
         by_call_id: dict[str, list[ToolCall]] = {}
         for position, entry in enumerate(output):
             read = read_object(entry, _ITEM_KEYS)
-            if read is None or read[0].get("type") != "function_call":
+            if read is None or read[0].get("type") not in _CALL_ITEMS:
                 continue
             ifields = read[0]
             iid = ifields.get("id")
@@ -981,7 +1053,7 @@ class ResponseAccumulator(CallStore):
                     notes.append(
                         Anomaly(
                             AnomalyCode.ITEM_NOT_STREAMED,
-                            f"function_call item {show(iid)} appeared only in the final response",
+                            f"{ifields.get('type')} item {show(iid)} appeared only in the final response",
                             raw=entry,
                         )
                     )
@@ -1070,9 +1142,9 @@ class ResponseAccumulator(CallStore):
 
 _Handler = Callable[[ResponseAccumulator, str, Mapping[str, Any], Any, list[Event], bool], None]
 _HANDLERS: dict[str, _Handler] = {
-    "response.function_call_arguments.delta": ResponseAccumulator._delta,
+    **dict.fromkeys(_DELTA_EVENTS, ResponseAccumulator._delta),
     "response.output_item.added": ResponseAccumulator._added,
-    "response.function_call_arguments.done": ResponseAccumulator._arguments_done,
+    **dict.fromkeys(_DONE_EVENTS, ResponseAccumulator._arguments_done),
     "response.output_item.done": ResponseAccumulator._item_done,
     **dict.fromkeys((*_TERMINAL, "response.unfinished"), ResponseAccumulator._on_terminal),
     "error": ResponseAccumulator._on_error,

@@ -2,6 +2,8 @@
 
 The accumulator sees the request's ``tools``, so a sealed call can be checked against the schema the
 model was given before anything executes it (rule 4). Validators are built once per tool, lazily.
+A ``custom`` tool takes text, not JSON: its call is checked against the tool's ``format``
+(``_schema_grammar.py``), and a call of one kind never runs a tool offered as the other.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..errors import SchemaViolation, ToolCallError, UnknownTool
+from ._anomaly import Anomaly
+from ._schema_grammar import InputFormat, read_format
 from ._schema_quick import Check, compile_quick
 
 __all__ = ["ToolSchemas"]
@@ -31,12 +35,15 @@ def _as_mapping(tool: Any) -> Mapping[str, Any] | None:
 class ToolSchemas:
     """The tools of one request, by name, with their parameter schemas."""
 
-    __slots__ = ("_schemas", "_strict", "_validators")
+    __slots__ = ("_custom", "_formats", "_schemas", "_strict", "_validators")
 
     def __init__(self, tools: Iterable[Any]) -> None:
         self._schemas: dict[str, Mapping[str, Any] | None] = {}
         self._validators: dict[str, tuple[Any, Check]] = {}
         self._strict: set[str] = set()
+        self._custom: dict[str, Any] = {}
+        """The custom tools' ``format`` values, by name (read into ``_formats`` on first use)."""
+        self._formats: dict[str, InputFormat] = {}
         for tool in tools:
             spec = _as_mapping(tool)
             if spec is None:
@@ -46,7 +53,11 @@ class ToolSchemas:
             if body is None:
                 continue
             name = body.get("name")
-            if isinstance(name, str):
+            if isinstance(name, str) and kind == "custom":
+                self._schemas[name] = None
+                self._custom[name] = body.get("format")
+            elif isinstance(name, str):
+                self._custom.pop(name, None)
                 params = body.get("parameters") if kind == "function" else None
                 self._schemas[name] = params if isinstance(params, Mapping) else None
                 if body.get("strict") is True:
@@ -64,7 +75,7 @@ class ToolSchemas:
         For such a tool ``""`` and ``{}`` cannot mean different things, so ``""`` may be read as
         ``{}`` (two real servers send ``""`` for them). ``{}`` is still checked against the schema.
         """
-        if name not in self._schemas:
+        if name not in self._schemas or name in self._custom:
             return False
         schema = self._schemas[name]
         if schema is None:
@@ -72,12 +83,39 @@ class ToolSchemas:
         properties = schema.get("properties")
         return properties is None or (isinstance(properties, Mapping) and not properties)
 
+    def _unknown(self, name: str, raw: str) -> UnknownTool:
+        offered = ", ".join(sorted(self._schemas)) or "none"
+        return UnknownTool(
+            f"the model called {name!r}, which the request did not offer (offered: {offered})", raw=raw
+        )
+
+    def is_custom(self, name: str) -> bool:
+        """True when the request offered ``name`` as a custom tool (its input is text)."""
+        return name in self._custom
+
+    def check_input(self, name: str, text: Any, raw: str, notes: list[Anomaly]) -> ToolCallError | None:
+        """None when a custom tool's call may run with the input ``text``, else the error to record:
+        the tool must be offered as a custom tool, and the input must fit its ``format``."""
+        if name not in self._schemas:
+            return self._unknown(name, raw)
+        if name not in self._custom:
+            return UnknownTool(
+                f"the model called {name!r} as a custom tool, but the request offered it as a function "
+                "tool (its input would be text where JSON arguments are expected)",
+                raw=raw,
+            )
+        found = self._formats.get(name)
+        if found is None:
+            found = self._formats[name] = read_format(self._custom[name])
+        return found.check(name, text if type(text) is str else "", raw, notes)
+
     def check(self, name: str, arguments: Any, raw: str) -> ToolCallError | None:
         """None when the arguments fit the named tool, else the error to record on the call."""
         if name not in self._schemas:
-            offered = ", ".join(sorted(self._schemas)) or "none"
+            return self._unknown(name, raw)
+        if name in self._custom:
             return UnknownTool(
-                f"the model called {name!r}, which the request did not offer (offered: {offered})",
+                f"the model called {name!r} as a function, but the request offered it as a custom tool",
                 raw=raw,
             )
         schema = self._schemas[name]

@@ -10,7 +10,10 @@ is sealed once its choice has finished; then, in this order:
 3. the request's contract: ``tool_choice="none"``, a forced function, an ``allowed_tools`` list and
    ``parallel_tool_calls=False`` (every call after the first of a choice) are enforced
    (``ContractViolation`` plus an anomaly ``contract_violation``);
-4. the tool's JSON Schema (``_schema.py``).
+4. the tool's JSON Schema (``_schema.py``); for a custom tool's call (``type == "custom"``: its text
+   is its input, never parsed as JSON), the tool's ``format`` (``_schema_grammar.py``: a regex grammar
+   is a full match, a lark grammar is recorded as unchecked), and a call of either kind naming a tool
+   offered as the other is refused.
 
 The accumulator and :func:`sealed_call` (calls rebuilt from a history message) share this code, so
 a call from history is held to exactly the rules of a streamed one.
@@ -146,6 +149,8 @@ class CallChecks:
             return ContractViolation(violation, raw=call.arguments)
         schemas = self.schemas
         if schemas is not None and call.name is not None:
+            if call.type == "custom":
+                return schemas.check_input(call.name, parsed, call.arguments, notes)
             return schemas.check(call.name, parsed, call.arguments)
         return None
 
