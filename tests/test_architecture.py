@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import inspect
 import io
 import pkgutil
 import re
@@ -89,6 +90,19 @@ def test_resume_names_are_pinned() -> None:
     assert {"Resume", "ResumePolicy", "resume", "aresume"} <= set(ts.client.__all__)
     assert "ResumeUnavailableError" in ts.errors.__all__
     assert issubclass(ts.errors.ResumeUnavailableError, ts.ToolstitchError)
+
+
+def test_custom_tool_names_are_pinned() -> None:
+    """Custom tools add no top-level name: ``@ts.tool(custom=True)`` / ``format=`` and
+    ``Tool.from_custom`` make them, ``ToolCall.type == "custom"`` tells their calls apart, the
+    anomaly ``grammar_unchecked`` marks an input not checked, and ``toolstitch.core`` shares the
+    format check (``read_format``, ``InputFormat``) with the tools layer."""
+    parameters = inspect.signature(ts.tool).parameters
+    assert {"custom", "format"} <= set(parameters)
+    assert parameters["custom"].default is False and parameters["format"].default is None
+    assert callable(ts.Tool.from_custom)
+    assert ts.core.AnomalyCode.GRAMMAR_UNCHECKED == "grammar_unchecked"
+    assert {"InputFormat", "read_format"} <= set(ts.core.__all__)
 
 
 def test_public_submodules_hold_the_rest() -> None:

@@ -61,3 +61,11 @@ def test_a_dropped_connection() -> None:
         "True [('call_1', 'ready')]",
         "[(3, 1)] 1 1",
     ]
+
+
+def test_custom_tools() -> None:
+    assert output(PAGE, "Custom tools").splitlines() == [
+        "custom",
+        "call_1 2 rows for 'SELECT id, name FROM users;'",
+        "call_2 Error: invalid arguments for query; the call was not run.",
+    ]

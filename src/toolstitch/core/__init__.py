@@ -20,6 +20,7 @@ other layer is built on :class:`Accumulator`. What lives where:
 * :mod:`._clock`        the one clock of every timestamp and its anchor on the Unix time line.
 * :mod:`._scanner`      the incremental JSON scanner, read lazily.
 * :mod:`._schema`       checking sealed arguments against the request's tool schemas.
+* :mod:`._schema_grammar` a custom tool's ``format``: its input checked at seal (regex, lark, text).
 * :mod:`._recover`      opt-in recovery of tool calls a server wrote as text.
 * :mod:`._preview`      display-only previews of arguments still streaming.
 * :mod:`._events`, :mod:`._anomaly`, :mod:`._limits`: the values the core hands out.
@@ -29,7 +30,8 @@ and tests/test_architecture.py hold every package to its ``__init__``). ``__all_
 users meet (those re-exported at the top level, and the events and metrics that
 :mod:`toolstitch.events` and :mod:`toolstitch.metrics` publish) and the few the layers above share
 without making them public names of ``toolstitch``: the clock, ``parse_arguments``, the request's
-checks (``CallChecks``, ``requested_choice``, ``chat_tools``, ``chat_tool_choice``) and the
+checks (``CallChecks``, ``requested_choice``, ``chat_tools``, ``chat_tool_choice``, a custom tool's
+``read_format``) and the
 SDK-object read (``read_object``, ``Shape`` and the key sets).
 """
 
@@ -58,6 +60,7 @@ from ._events import (
 from ._limits import Limits
 from ._parse import parse_arguments
 from ._responses import ResponseAccumulator, chat_tool_choice, chat_tools
+from ._schema_grammar import InputFormat, read_format
 from ._seal import CallChecks, requested_choice, sealed_call
 from ._store import CallStore, StreamMetrics
 from ._values import CHUNK_KEYS, DELTA_KEYS, TOOL_CALL_KEYS, Shape, read_object
@@ -81,6 +84,7 @@ __all__ = [
     "ChoiceFinished",
     "ContentDelta",
     "Event",
+    "InputFormat",
     "Limits",
     "ReasoningDelta",
     "RefusalDelta",
@@ -97,6 +101,7 @@ __all__ = [
     "chat_tools",
     "now",
     "parse_arguments",
+    "read_format",
     "read_object",
     "requested_choice",
     "sealed_call",

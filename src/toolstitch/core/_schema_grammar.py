@@ -302,6 +302,14 @@ class InputFormat:
         self._program = program
         self._problem = problem
 
+    @property
+    def problem(self) -> str | None:
+        """Why inputs cannot be checked against this format (it is unreadable, or a regex that
+        cannot be run here), else None: every call of such a tool is refused."""
+        if self.kind == "unreadable":
+            return self._problem or "the format cannot be read"
+        return self._problem
+
     def check(self, name: str, text: str, raw: str, notes: list[Anomaly]) -> ToolCallError | None:
         """None when ``text`` may be the input of tool ``name``, else the error to refuse it with.
         Never raises; an input that cannot be checked is refused (the module says why)."""

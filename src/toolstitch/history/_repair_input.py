@@ -22,6 +22,10 @@ without inventing a fact (rules of ``docs/history-rules.md``):
   placed after the calls and outputs of its turn (at the start of ``input`` for a call of the
   previous response).
 
+A custom tool's ``custom_tool_call`` and ``custom_tool_call_output`` are repaired as a function's
+call and output are (a missing output is a ``custom_tool_call_output``); an output of one type for
+a call of the other answers nothing the server accepts, and is dropped (``R01``).
+
 Arguments, names, outputs and every other item are never changed, and ``input`` is never mutated.
 Linear in the size of ``input``.
 """
@@ -34,11 +38,15 @@ from typing import Any
 
 from ._common import _plain
 from ._repair_report import NOT_EXECUTED, Action, RepairChange, RepairReport
-from ._responses import _previous_calls, _previous_items, _required_reasoning, validate_input
+from ._responses import _previous_items, _required_reasoning, validate_input
 
 __all__ = ["repair_input"]
 
-_RUN = frozenset({"function_call", "function_call_output"})
+_CALLS = {"function_call": "arguments", "custom_tool_call": "input"}
+"""The item types that are calls (a function's, a custom tool's), and the field of each one's text."""
+_OUTPUTS = {"function_call_output": "function_call", "custom_tool_call_output": "custom_tool_call"}
+"""The item types that answer calls, and the call type each answers."""
+_RUN = frozenset({*_CALLS, *_OUTPUTS})
 
 
 @dataclass
@@ -112,7 +120,7 @@ class _RepairInput:
                 if isinstance(item.get("id"), str):
                     reasoning.setdefault(item["id"], item)
                 continue
-            if kind != "function_call":
+            if kind not in _CALLS:
                 last = None  # the turn's run of reasoning and calls ended
                 continue
             call_id = _call_id(item)
@@ -121,12 +129,15 @@ class _RepairInput:
                 if call_id is not None:
                     first[call_id] = entry
                 continue
-            if (item.get("name"), item.get("arguments")) != (
+            text = _CALLS[kind]
+            if (kind, item.get("name"), item.get(text)) != (
+                _kind(kept.item),
                 kept.item.get("name"),
-                kept.item.get("arguments"),
+                kept.item.get(text),
             ):
                 continue  # two different calls under one id: not ours to choose (R04 remains)
-            self.drop(entry, "R04", f"a repeat of function call {call_id!r} (item {kept.src})")
+            what = "custom tool call" if kind == "custom_tool_call" else "function call"
+            self.drop(entry, "R04", f"a repeat of {what} {call_id!r} (item {kept.src})")
             rid = None if last is None else last.item.get("id")
             if last is not None and not last.dropped and isinstance(rid, str):
                 original = reasoning.get(rid)
@@ -137,23 +148,33 @@ class _RepairInput:
     def outputs(self, calls: dict[str, _Entry]) -> None:
         """Each output kept where it answers a call made before it, moved after a call made later,
         or dropped; then every call left unanswered answered with ``NOT_EXECUTED``."""
-        previous = {call_id: None for call_id in _previous_calls(self.previous)}
+        previous = {
+            i["call_id"]: i["type"]
+            for i in _previous_items(self.previous)
+            if i.get("type") in _CALLS and isinstance(i.get("call_id"), str)
+        }
         cannot_judge = self.previous is None and self.previous_response_id is not None
         answered: set[str] = set()
-        seen_calls: set[str] = set()
+        seen_calls: dict[str, str] = {}  # call id -> its item type
         for entry in self.entries:
             item = entry.item
             kind = _kind(item)
             if entry.dropped:
                 continue
-            if kind == "function_call" and (call_id := _call_id(item)) is not None:
-                seen_calls.add(call_id)
+            if kind in _CALLS and (call_id := _call_id(item)) is not None:
+                seen_calls[call_id] = kind
                 continue
-            if kind != "function_call_output":
+            if kind not in _OUTPUTS:
                 continue
             call_id = _call_id(item)
+            made = None if call_id is None else seen_calls.get(call_id) or previous.get(call_id)
+            if made is None and call_id in calls:
+                made = _kind(calls[call_id].item)
             if call_id is None:
-                self.drop(entry, "R05", "a function_call_output without call_id answers no call")
+                self.drop(entry, "R05", f"a {kind} without call_id answers no call")
+            elif made is not None and made != _OUTPUTS[kind]:
+                # The server pairs a call with an output of its own type: this one answers nothing.
+                self.drop(entry, "R01", f"a {kind} for {call_id!r}, which is a {made}")
             elif call_id in answered:
                 self.drop(entry, "R03", f"a second output for call {call_id!r}")
             elif call_id in seen_calls or call_id in previous:
@@ -170,14 +191,15 @@ class _RepairInput:
                 )
             elif not cannot_judge:
                 self.drop(entry, "R01", f"an output for {call_id!r}, which no call before it made")
-        for call_id in previous:
+        for call_id, made in previous.items():
             if call_id not in answered and call_id not in calls:  # a call sent back: answered below
                 answered.add(call_id)
-                self.head.append(self.not_executed(call_id, "of the previous response"))
+                self.head.append(self.not_executed(call_id, made, "of the previous response"))
         for call_id, entry in calls.items():
             if call_id not in answered:
                 answered.add(call_id)
-                self.pending.append((entry, self.not_executed(call_id, f"(item {entry.src})")))
+                made = _kind(entry.item)
+                self.pending.append((entry, self.not_executed(call_id, made, f"(item {entry.src})")))
 
     def reasoning(self) -> None:
         """A call of ``previous`` sent back without the reasoning item it came with gets that item
@@ -196,7 +218,7 @@ class _RepairInput:
                 continue
             if kind == "reasoning":
                 seen.add(item.get("id"))
-            if kind != "function_call":
+            if kind not in _CALLS:
                 continue
             needed = required.get(item.get("id"))
             if needed is None or needed in seen or needed not in by_id:
@@ -211,8 +233,9 @@ class _RepairInput:
                 f"reasoning item {needed!r} of the previous response, before its call",
             )
 
-    def not_executed(self, call_id: str, where: str) -> _Entry:
-        item = {"type": "function_call_output", "call_id": call_id, "output": NOT_EXECUTED}
+    def not_executed(self, call_id: str, made: str, where: str) -> _Entry:
+        kind = "custom_tool_call_output" if made == "custom_tool_call" else "function_call_output"
+        item = {"type": kind, "call_id": call_id, "output": NOT_EXECUTED}
         entry = _Entry(item, None)
         self.note("inserted", "R02", entry, f"'not executed' output for call {call_id!r} {where}")
         return entry

@@ -43,6 +43,11 @@ __all__ = [
 
 Item = dict[str, Any]
 
+_CALLS = {"function_call": "arguments", "custom_tool_call": "input"}
+"""The item types that are calls, and the field that holds each one's text."""
+_OUTPUTS = {"function_call_output": "function_call", "custom_tool_call_output": "custom_tool_call"}
+"""The item types that answer calls, and the call type each answers."""
+
 
 def _response_of(source: Any) -> Any:
     """The response inside a stitched Responses stream (``get_final_response()``), or ``source``."""
@@ -106,7 +111,7 @@ def _reasoning_with_calls(items: list[Item]) -> set[int]:
         kind = item.get("type")
         if kind == "reasoning":
             last = k
-        elif kind == "function_call" and last is not None:
+        elif kind in _CALLS and last is not None:
             kept.add(last)
     return kept
 
@@ -115,7 +120,9 @@ def function_call_output(
     call: ToolCallLike | Any, result: Any = _MISSING, *, error: str | BaseException | None = None
 ) -> Item:
     """The ``function_call_output`` item answering ``call`` (a :class:`~toolstitch.ToolCall`, a
-    ``function_call`` item of a response, or a dict with ``call_id``).
+    ``function_call`` item of a response, or a dict with ``call_id``). A custom tool's call (a
+    ``ToolCall`` whose ``type`` is ``"custom"``, or a ``custom_tool_call`` item) is answered with a
+    ``custom_tool_call_output`` item, the type the server pairs it with.
 
     ``result`` is a ``str`` (sent as is) or any JSON value (compact JSON, as
     :func:`~toolstitch.history.tool_message` sends it); an exception as ``result``, or ``error=``,
@@ -140,14 +147,24 @@ def function_call_output(
             status=str(status),
         )
     output = _error_text(error, call) if error is not None else _result_text(result)
-    return {"type": "function_call_output", "call_id": call_id, "output": output}
+    kind = "custom_tool_call_output" if _is_custom(call) else "function_call_output"
+    return {"type": kind, "call_id": call_id, "output": output}
+
+
+def _is_custom(call: Any) -> bool:
+    """A custom tool's call: a ``ToolCall`` of ``type`` ``"custom"``, or a ``custom_tool_call`` item."""
+    if isinstance(call, pydantic.BaseModel | Mapping):
+        data = _plain(call)
+        if isinstance(data, Mapping) and "call_id" in data:
+            return data.get("type") == "custom_tool_call"
+    return getattr(call, "type", None) == "custom"
 
 
 def _facts(call: Any) -> tuple[Any, str | None, str | None, BaseException | None]:
-    """``(call_id, name, status, error)`` of a ToolCall, a ``function_call`` item, or a dict."""
+    """``(call_id, name, status, error)`` of a ToolCall, a call item, or a dict."""
     if isinstance(call, pydantic.BaseModel | Mapping):
         data = _plain(call)
-        if isinstance(data, Mapping) and ("call_id" in data or data.get("type") == "function_call"):
+        if isinstance(data, Mapping) and ("call_id" in data or data.get("type") in _CALLS):
             name = data.get("name")
             return data.get("call_id"), name if isinstance(name, str) else None, None, None
     return _call_facts(call)
@@ -186,13 +203,16 @@ def function_call_outputs(items: Iterable[tuple[ToolCallLike | Any, Any] | Any])
 def _as_item(call: Any) -> Item:
     """An executed call as a bare item: the gate decided it ran, not its stream status."""
     call_id, name, _, _ = _facts(call)
-    return {"type": "function_call", "call_id": call_id, "name": name}
+    kind = "custom_tool_call" if _is_custom(call) else "function_call"
+    return {"type": kind, "call_id": call_id, "name": name}
 
 
 # ----------------------------------------------------------------------------- the validator
 
 _R01 = "No tool call found for function call output with call_id {id}."
 _R02 = "No tool output found for function call {id}."
+_R01_CUSTOM = "No tool call found for custom tool call output with call_id {id}."
+_R02_CUSTOM = "No tool output found for custom tool call {id}."
 _R05 = "Missing required parameter: 'input[{index}].{field}'."
 _R07 = "Item '{id}' of type 'reasoning' was provided without its required following item."
 _R08 = (
@@ -246,14 +266,6 @@ def _previous_items(previous: Any) -> list[Item]:
         return []
 
 
-def _previous_calls(previous: Any) -> list[str]:
-    return [
-        i["call_id"]
-        for i in _previous_items(previous)
-        if i.get("type") == "function_call" and isinstance(i.get("call_id"), str)
-    ]
-
-
 def _required_reasoning(items: list[Item]) -> dict[str, str]:
     """Each ``function_call`` item id of a response, mapped to the id of the reasoning item it came
     with (the last one before it in the output): what the call must be sent back beside (R08)."""
@@ -263,7 +275,7 @@ def _required_reasoning(items: list[Item]) -> dict[str, str]:
         kind, item_id = item.get("type"), item.get("id")
         if kind == "reasoning":
             last = item_id if isinstance(item_id, str) else None
-        elif kind == "function_call" and isinstance(item_id, str) and last is not None:
+        elif kind in _CALLS and isinstance(item_id, str) and last is not None:
             required[item_id] = last
     return required
 
@@ -311,6 +323,11 @@ def validate_input(
       them: DeepSeek's gateway wants one before every call of a turn, as its chat API wants
       ``reasoning_content`` (H62).
 
+    A custom tool's ``custom_tool_call`` (its text in ``input``) and ``custom_tool_call_output``
+    are held to the rules of a ``function_call`` and its output (R01-R05, R08, R09; R06 does not
+    apply: the input is text), and an output of one type answering a call of the other is ``R01``
+    (the server pairs them by type too).
+
     ``previous`` is the response ``previous_response_id`` names, or the one whose items this
     input sends back (a ``Response``, a dict, or its output), when it is known: its calls must be
     answered here, once (sending its calls back, statelessly, is not a repeat), and beside their
@@ -326,11 +343,13 @@ def validate_input(
         ]
     problems: list[HistoryProblem] = []
     made: dict[str, int] = {}
+    made_kind: dict[str, str] = {}  # each call's item type: its output must be of the matching type
     earlier_items = _previous_items(previous)
     for earlier in earlier_items:
         call_id = earlier.get("call_id")
-        if earlier.get("type") == "function_call" and isinstance(call_id, str):
+        if earlier.get("type") in _CALLS and isinstance(call_id, str):
             made.setdefault(call_id, -1)
+            made_kind.setdefault(call_id, earlier["type"])
     required = _required_reasoning(earlier_items)
     deepseek = get_dialect(dialect).name == "deepseek"
     reasoning_seen: set[Any] = set()  # ids of the reasoning items before the current item
@@ -367,21 +386,21 @@ def validate_input(
             turn_reasoned = True
         elif kind in _CALLER_ITEMS or (kind == "message" and item.get("role") != "assistant"):
             turn_reasoned = False
-        if kind == "function_call":
+        if kind in _CALLS:
             item_id = item.get("id")
             needed = required.get(item_id) if isinstance(item_id, str) else None
             if needed is not None and needed not in reasoning_seen:
                 text = _R08.format(id=item_id, reasoning=needed)
-                what = f"function_call item {index} is sent back without its reasoning item {needed!r}"
+                what = f"{kind} item {index} is sent back without its reasoning item {needed!r}"
                 problems.append(_problem(index, "R08", what, text, "input"))
             if deepseek and not turn_reasoned:
-                what = f"function_call item {index} has no reasoning item before it in its turn (DeepSeek)"
+                what = f"{kind} item {index} has no reasoning item before it in its turn (DeepSeek)"
                 problems.append(_problem(index, "R09", what, param="input"))
             call_id = item.get("call_id")
             for field, ok in (
                 ("call_id", isinstance(call_id, str) and bool(call_id)),
                 ("name", isinstance(item.get("name"), str) and bool(item.get("name"))),
-                ("arguments", isinstance(item.get("arguments"), str)),
+                (_CALLS[kind], isinstance(item.get(_CALLS[kind]), str)),
             ):
                 if not ok:
                     text = _R05.format(index=index, field=field)
@@ -389,7 +408,7 @@ def validate_input(
                         _problem(
                             index,
                             "R05",
-                            f"function_call item {index} has no usable {field}",
+                            f"{kind} item {index} has no usable {field}",
                             text,
                             f"input[{index}].{field}",
                         )
@@ -398,20 +417,22 @@ def validate_input(
                 continue
             if made.get(call_id) == -1:
                 made[call_id] = index  # the previous response's call, sent back: its own item now
+                made_kind[call_id] = kind
             elif call_id in made:
                 problems.append(
                     _problem(
                         index,
                         "R04",
-                        f"function_call item {index} repeats call_id {call_id!r} of item {made[call_id]}",
+                        f"{kind} item {index} repeats call_id {call_id!r} of item {made[call_id]}",
                         param=f"input[{index}].call_id",
                     )
                 )
                 continue
             else:
                 made[call_id] = index
+                made_kind[call_id] = kind
             arguments = item.get("arguments")
-            if isinstance(arguments, str) and not _is_json_object(arguments):
+            if kind == "function_call" and isinstance(arguments, str) and not _is_json_object(arguments):
                 problems.append(
                     _problem(
                         index,
@@ -420,7 +441,7 @@ def validate_input(
                         param=f"input[{index}].arguments",
                     )
                 )
-        elif kind == "function_call_output":
+        elif kind in _OUTPUTS:
             call_id = item.get("call_id")
             if not (isinstance(call_id, str) and call_id):
                 text = _R05.format(index=index, field="call_id")
@@ -428,7 +449,7 @@ def validate_input(
                     _problem(
                         index,
                         "R05",
-                        f"function_call_output item {index} has no call_id",
+                        f"{kind} item {index} has no call_id",
                         text,
                         f"input[{index}].call_id",
                     )
@@ -441,7 +462,7 @@ def validate_input(
                     _problem(
                         index,
                         "R05",
-                        f"function_call_output item {index} has no output text",
+                        f"{kind} item {index} has no output text",
                         text,
                         f"input[{index}].output",
                     )
@@ -451,15 +472,21 @@ def validate_input(
                     _problem(
                         index,
                         "R03",
-                        f"function_call_output item {index} answers call {call_id!r} again "
-                        f"(item {answered[call_id]} did)",
+                        f"{kind} item {index} answers call {call_id!r} again (item {answered[call_id]} did)",
                         param=f"input[{index}].call_id",
                     )
                 )
                 continue
             if call_id not in made and not unknown_previous:
-                text = _R01.format(id=call_id)
-                what = f"function_call_output item {index} answers no call made before it"
+                text = (_R01 if kind == "function_call_output" else _R01_CUSTOM).format(id=call_id)
+                what = f"{kind} item {index} answers no call made before it"
+                problems.append(_problem(index, "R01", what, text, "input"))
+                continue
+            if call_id in made_kind and made_kind[call_id] != _OUTPUTS[kind]:
+                # A custom tool's call answered as a function's, or the reverse: the server pairs a
+                # call with an output of its own type only.
+                text = (_R01 if kind == "function_call_output" else _R01_CUSTOM).format(id=call_id)
+                what = f"{kind} item {index} answers call {call_id!r}, a {made_kind[call_id]}"
                 problems.append(_problem(index, "R01", what, text, "input"))
                 continue
             answered[call_id] = index
@@ -481,12 +508,14 @@ def validate_input(
                 )
     for call_id, index in made.items():
         if call_id not in answered:
-            text = _R02.format(id=call_id)
+            custom = made_kind.get(call_id) == "custom_tool_call"
+            text = (_R02_CUSTOM if custom else _R02).format(id=call_id)
             where = index if index >= 0 else None
             what = f"function call {call_id!r}" + (
                 f" (item {index})" if index >= 0 else " of the previous response"
             )
-            problems.append(_problem(where, "R02", f"{what} has no function_call_output", text, "input"))
+            answer = "custom_tool_call_output" if custom else "function_call_output"
+            problems.append(_problem(where, "R02", f"{what} has no {answer}", text, "input"))
     problems.sort(key=lambda p: (p.index is None, p.index if p.index is not None else 0))
     return problems
 

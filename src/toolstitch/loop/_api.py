@@ -151,7 +151,8 @@ class ChatAPI(LoopAPI):
 
 class ResponsesAPI(LoopAPI):
     """The Responses API, statelessly: the history is ``input`` items; results are
-    ``function_call_output`` items; a background response can be resumed."""
+    ``function_call_output`` items (``custom_tool_call_output`` for a custom tool's call); a
+    background response can be resumed."""
 
     name = "responses"
     own_keys = ("stream", "tools", "input", "messages", "model", "previous_response_id")
@@ -182,7 +183,9 @@ class ResponsesAPI(LoopAPI):
 
     def answer(self, loop: _Loop, results: Sequence[ToolResult], keys: Sequence[str]) -> None:
         for r, key in zip(results, keys, strict=True):
-            loop.history.append({"type": "function_call_output", "call_id": key, "output": r.content})
+            # A custom tool's call is answered with its own item type (the server pairs them).
+            kind = "custom_tool_call_output" if r.call.type == "custom" else "function_call_output"
+            loop.history.append({"type": kind, "call_id": key, "output": r.content})
 
     def adopt(
         self, loop: _Loop, completion: Any, calls: Sequence[ToolCall]
@@ -234,11 +237,14 @@ def with_encrypted_reasoning(include: Any) -> Any:
 
 
 def flat_tool(definition: Mapping[str, Any]) -> dict[str, Any]:
-    """A toolbox definition (the Chat Completions shape) in the Responses API's flat shape."""
-    function = definition.get("function")
-    if definition.get("type") != "function" or not isinstance(function, Mapping):
+    """A toolbox definition (the Chat Completions shape) in the Responses API's flat shape: a
+    function's ``{"type": "function", "name": ..., ...}``, a custom tool's ``{"type": "custom",
+    "name": ..., "format": ...}``."""
+    kind = definition.get("type")
+    body = definition.get(kind) if isinstance(kind, str) else None
+    if kind not in ("function", "custom") or not isinstance(body, Mapping):
         return dict(definition)
-    return {"type": "function", **function}
+    return {"type": kind, **body}
 
 
 def background_key(model: str, index: int, request: Mapping[str, Any]) -> str | None:

@@ -150,6 +150,10 @@ StopReason = Literal["done", "max_steps", "max_corrections", "awaiting_approval"
 API = Literal["chat", "responses"]
 # Refusals that the model can fix by sending a better call: they count as corrective rounds.
 _CORRECTABLE = frozenset({"invalid_arguments", "not_ready", "unknown_tool"})
+_CALL_ITEMS = frozenset({"function_call", "custom_tool_call"})
+"""The Responses items that are calls (a function's, a custom tool's)."""
+_OUTPUT_ITEMS = frozenset({"function_call_output", "custom_tool_call_output"})
+"""The Responses items that answer them."""
 
 
 # ----------------------------------------------------------------------------- results and events
@@ -559,8 +563,8 @@ class _Loop:
 
     def eager_candidate(self, call: ToolCall, seen: set[int]) -> Admission | None:
         """An admission for a call whose arguments just became complete, if it may start now."""
-        if id(call) in seen or call.status != "open" or not call.scanner.complete:
-            return None
+        if id(call) in seen or call.status != "open" or call.type == "custom" or not call.scanner.complete:
+            return None  # a custom tool's text input is complete only when its stream is sealed
         if call.scanner.error is not None or not call.id:
             return None
         seen.add(id(call))
@@ -635,7 +639,7 @@ class _Loop:
         renamed: dict[str, str] = {}
         for item in items:
             call_id = item.get("call_id")
-            if item.get("type") != "function_call" or not isinstance(call_id, str):
+            if item.get("type") not in _CALL_ITEMS or not isinstance(call_id, str):
                 continue
             if call_id in taken:
                 fresh = d.fresh_id(f"{call_id}:{len(self.history)}", taken)
@@ -678,11 +682,11 @@ class _Loop:
         """The ``function_call`` items of a Responses history that no output answers (a run
         resumed after a crash), in order."""
         items = [_plain(i) for i in self.history]
-        answered = {i.get("call_id") for i in items if i.get("type") == "function_call_output"}
+        answered = {i.get("call_id") for i in items if i.get("type") in _OUTPUT_ITEMS}
         return [
             i
             for i in items
-            if i.get("type") == "function_call"
+            if i.get("type") in _CALL_ITEMS
             and isinstance(i.get("call_id"), str)
             and i["call_id"]
             and i["call_id"] not in answered
@@ -1227,7 +1231,7 @@ def _corrected(history: list[Any], correction: str | None, with_output: bool) ->
     if correction is None:
         return history
     last = _plain(history[-1]) if history else {}
-    key = "output" if with_output and last.get("type") == "function_call_output" else "content"
+    key = "output" if with_output and last.get("type") in _OUTPUT_ITEMS else "content"
     role_ok = last.get("role") in ("user", "tool") or key == "output"
     value = last.get(key)
     if role_ok and isinstance(value, str):

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypedDict, overload
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from ..core import ToolCall
+from ..core import InputFormat, ToolCall, read_format
 from ._approval import Deny
 from ._cancel import CancelToken
 from ._runtime import is_async_callable
@@ -278,6 +278,25 @@ class _ModelBinder:
         return {self.param: value}, []
 
 
+class _InputBinder:
+    """A custom tool: its input is text (the call's ``parsed`` is the string itself), held to the
+    tool's ``format`` (a regex grammar as a full match; ``core/_schema_grammar.py``), and passed
+    as the function's one ``str`` parameter."""
+
+    def __init__(self, name: str, param: str, fmt: InputFormat) -> None:
+        self.name = name
+        self.param = param
+        self.fmt = fmt
+
+    def bind(self, arguments: Any) -> tuple[dict[str, Any] | None, list[str]]:
+        if type(arguments) is not str:
+            return None, [f"(input): must be text, got {type(arguments).__name__}"]
+        error = self.fmt.check(self.name, arguments, arguments, [])
+        if error is not None:
+            return None, [error.message]
+        return {self.param: arguments}, []
+
+
 class _SchemaBinder:
     """A raw JSON schema: arguments checked with ``jsonschema``, passed on as keyword arguments."""
 
@@ -397,6 +416,8 @@ class Tool:
         call_param: str | None = None,
         options: _Options | None = None,
         cancel_param: str | None = None,
+        custom: bool = False,
+        format: Mapping[str, Any] | None = None,
     ) -> None:
         if not _NAME.match(name):
             raise ValueError(
@@ -413,7 +434,13 @@ class Tool:
         self.read_only = read_only
         self.timeout = opts.timeout
         self.confirm = confirm
-        self.eager = opts.eager if opts.eager is not None else (read_only and not confirm)
+        self.custom = custom
+        """A custom tool (``{"type": "custom"}``): the model writes free text, not JSON arguments,
+        and the function receives it as its one ``str`` parameter."""
+        self.format = dict(format) if format is not None else None
+        """A custom tool's ``format`` as sent (None: free text)."""
+        eager = opts.eager if opts.eager is not None else (read_only and not confirm)
+        self.eager = eager and not custom  # a text input is complete only when its stream is sealed
         self.warm = opts.warm
         self.cache = opts.cache
         self.call_param = call_param
@@ -424,14 +451,23 @@ class Tool:
         self.is_async = is_async_callable(fn)
 
     def __repr__(self) -> str:
-        flags = [f for f in ("read_only", "confirm", "strict") if getattr(self, f)]
+        flags = [f for f in ("custom", "read_only", "confirm", "strict") if getattr(self, f)]
         return f"Tool({self.name!r}{''.join(', ' + f for f in flags)})"
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)
 
     def definition(self) -> dict[str, Any]:
-        """The entry of the request's ``tools`` list (a ``ChatCompletionToolParam``)."""
+        """The entry of the request's ``tools`` list (a ``ChatCompletionToolParam``; for a custom
+        tool a ``ChatCompletionCustomToolParam``, ``{"type": "custom", "custom": {...}}``, which
+        ``ts.run(api="responses")`` sends flat, as the Responses API's ``CustomToolParam``)."""
+        if self.custom:
+            body: dict[str, Any] = {"name": self.name}
+            if self.description:
+                body["description"] = self.description
+            if self.format is not None:
+                body["format"] = self.format
+            return {"type": "custom", "custom": body}
         function: dict[str, Any] = {"name": self.name}
         if self.description:
             function["description"] = self.description
@@ -562,7 +598,19 @@ class Tool:
         receives the ``Model`` instance (its one parameter; a parameter annotated ``ToolCall`` gets
         the call). Any other ``{"type": "function", "function": {...}}`` entry is a raw-schema tool
         (:meth:`from_schema`). ``name``, ``description`` and ``strict`` default to the definition's.
+        A custom tool's entry (``{"type": "custom", "custom": {...}}``, or the Responses API's flat
+        ``{"type": "custom", "name": ..., "format": ...}``) makes a custom tool
+        (:meth:`from_custom`) with its ``format``.
         """
+        if isinstance(definition, Mapping) and definition.get("type") == "custom":
+            body = definition.get("custom", definition)
+            if not isinstance(body, Mapping) or not isinstance(body.get("name"), str):
+                raise TypeError("a custom tool definition needs a 'name'")
+            custom_options: ToolOptions = {**options}
+            custom_options["name"] = options.get("name") or str(body["name"])
+            if options.get("description") is None and isinstance(body.get("description"), str):
+                custom_options["description"] = str(body["description"])
+            return cls.from_custom(fn, format=body.get("format"), **custom_options)
         function = definition.get("function") if isinstance(definition, Mapping) else None
         if not isinstance(definition, Mapping) or definition.get("type", "function") != "function":
             raise TypeError("a tool definition is a mapping {'type': 'function', 'function': {...}}")
@@ -607,6 +655,71 @@ class Tool:
             call_param=call_param,
             options=opts,
             cancel_param=cancel_param,
+        )
+
+    @classmethod
+    def from_custom(
+        cls,
+        fn: Callable[..., Any],
+        *,
+        format: Mapping[str, Any] | None = None,
+        **options: Unpack[ToolOptions],
+    ) -> Tool:
+        """A custom tool: the model writes free text (no JSON), which ``fn`` receives as its one
+        ``str`` parameter (besides a ``ToolCall`` or ``CancelToken`` one, as for every tool).
+
+        ``format`` is the Responses API's ``CustomToolInputFormat``: ``{"type": "text"}`` (or None:
+        free text), or ``{"type": "grammar", "syntax": "regex" | "lark", "definition": ...}``. A
+        call's input is checked against a regex grammar (a full match) before ``fn`` runs; a lark
+        grammar is not checked (the call carries the anomaly ``grammar_unchecked``). A custom tool
+        is never dispatched eagerly (its text is complete only when the stream is sealed) and has
+        no strict mode. A format that cannot be read, or a regex that cannot be checked, raises
+        ``ValueError`` here: no call of such a tool could ever run.
+        """
+        opts = _Options.of(options)
+        name = opts.name or _function_name(fn)
+        if opts.strict:
+            raise ValueError(f"{name}: a custom tool takes text; strict mode is for JSON arguments")
+        if opts.eager:
+            raise ValueError(
+                f"{name}: a custom tool's text is complete only when its stream is sealed, so it is "
+                "never dispatched eagerly"
+            )
+        if format is not None and not isinstance(format, Mapping):
+            raise TypeError(f"{name}: format must be a mapping (a CustomToolInputFormat), or None")
+        fmt = read_format(format)
+        if fmt.problem is not None:
+            raise ValueError(f"{name}: the format cannot be checked: {fmt.problem}")
+        call_param, params = _split_call_param(fn)
+        cancel_param = _token_param(fn)
+        params = [p for p in params if p != cancel_param]
+        try:
+            hints = typing.get_type_hints(fn)
+        except Exception:
+            hints = {}
+        if len(params) != 1 or hints.get(
+            params[0], inspect.signature(fn).parameters[params[0]].annotation
+        ) not in (
+            str,
+            "str",
+        ):
+            raise TypeError(
+                f"{name}: a custom tool is a function of exactly one str parameter (its text input), "
+                f"got {', '.join(params) or 'none'}"
+            )
+        summary, _ = parse_docstring(inspect.getdoc(fn))
+        return cls(
+            fn,
+            name=name,
+            description=opts.description_or(summary),
+            parameters={},
+            binder=_InputBinder(name, params[0], fmt),
+            strict=False,
+            call_param=call_param,
+            options=opts,
+            cancel_param=cancel_param,
+            custom=True,
+            format=format,
         )
 
     @classmethod
@@ -707,6 +820,8 @@ def tool(
     parameters: Mapping[str, Any] | None = None,
     warm: Callable[[], Any] | None = None,
     cache: float | None = None,
+    custom: bool = False,
+    format: Mapping[str, Any] | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -724,6 +839,8 @@ def tool(
     parameters: Mapping[str, Any] | None = None,
     warm: Callable[[], Any] | None = None,
     cache: float | None = None,
+    custom: bool = False,
+    format: Mapping[str, Any] | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a :class:`Tool` from a function: ``@tool`` or ``@tool(read_only=True, timeout=5, ...)``.
 
@@ -736,6 +853,9 @@ def tool(
     async) prepares what the tool needs (a connection, a client) once per toolbox, while the model
     is still writing: calls wait for it, and one that fails leaves the tool cold, never failing.
     ``cache=seconds`` (``read_only`` tools only) answers a repeated call from its stored result.
+    ``custom=True`` (or a ``format=``, the Responses API's ``CustomToolInputFormat``) makes a
+    custom tool: the model writes free text, the function's one ``str`` parameter, checked against
+    ``format`` first (see :meth:`Tool.from_custom`).
     """
 
     # The public signature above spells the options out (for help() and type checkers); from here
@@ -753,6 +873,10 @@ def tool(
     }
 
     def make(f: Callable[..., Any]) -> Tool:
+        if custom or format is not None:
+            if parameters is not None:
+                raise TypeError("a custom tool takes text: parameters= is for JSON arguments")
+            return Tool.from_custom(f, format=format, **options)
         if parameters is not None:
             return Tool.from_schema(f, parameters=parameters, **options)
         return Tool.from_function(f, **options)

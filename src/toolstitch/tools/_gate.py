@@ -6,7 +6,9 @@
    goes on to step 3: the tool's own validator is the authority, and it knows, for instance, that a
    parameter with a default may be left out.)
 2. **Registered.** The name is a tool of this toolbox, looked up exactly. An unknown name is never
-   looked up anywhere else: no fuzzy match, no attribute, no global.
+   looked up anywhere else: no fuzzy match, no attribute, no global. A custom tool's call
+   (``call.type == "custom"``, text input) runs only a custom tool, and a function call only a
+   function tool.
 3. **Valid.** The arguments validate: pydantic for typed tools, ``jsonschema`` for raw-schema tools.
    Invalid arguments never reach the function.
 4. **Confirmed.** A ``confirm=True`` tool needs a yes: the toolbox's callback (the executor asks,
@@ -90,6 +92,13 @@ def admit(call: ToolCall, box: Toolbox) -> Admission | Refusal:
             f"Error: there is no tool named {_shown(call.name)}; the call was not run. "
             f"Available tools: {', '.join(box.names) or 'none'}.",
         )
+    if t.custom != (call.type == "custom"):
+        # A custom tool's text never reaches a function that expects JSON arguments, nor the reverse.
+        if t.custom:
+            said = f"{_shown(call.name)} is a custom tool: call it with its text input, not JSON arguments"
+        else:
+            said = f"{_shown(call.name)} is a function tool: call it with JSON arguments, not text input"
+        return Refusal("unknown_tool", f"Error: {said}; the call was not run.")
     return check_arguments(call.name or "", t, call.parsed)
 
 
