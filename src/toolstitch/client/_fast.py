@@ -236,19 +236,19 @@ class _FastClient:
 
     __slots__ = ("_process_response_data", "_real")
 
-    def __init__(self, real: Any) -> None:
+    def __init__(self, real: Any, responses: bool = False) -> None:
         object.__setattr__(self, "_real", real)
         process = real._process_response_data
+        # One stream, one ``cast_to``: the stand-in of a Responses stream asks only about events,
+        # that of a chat stream only about chunks (names bound once, not looked up per payload).
+        fast: Callable[[Any], Any] = _fast_events.build_event if responses else build_chunk
+        fast_type: Any = _fast_events.EVENT_TYPE if responses else ChatCompletionChunk
 
         def process_response_data(*, data: object, cast_to: Any, response: Any) -> Any:
-            if cast_to is ChatCompletionChunk:
-                chunk = build_chunk(data)
-                if chunk is not None:
-                    return chunk
-            elif cast_to is _fast_events.EVENT_TYPE and cast_to is not None:
-                event = _fast_events.build_event(data)
-                if event is not None:
-                    return event
+            if cast_to is fast_type and fast_type is not None:
+                built = fast(data)
+                if built is not None:
+                    return built
             return process(data=data, cast_to=cast_to, response=response)
 
         object.__setattr__(self, "_process_response_data", process_response_data)
@@ -508,7 +508,7 @@ def install(sdk_stream: Any) -> bool:
     if not responses and not status.builder:
         _warn_once(status.reason)
         return False
-    sdk_stream._client = _FastClient(client)
+    sdk_stream._client = _FastClient(client, responses)
     if status.decoder and type(getattr(sdk_stream, "_decoder", None)) is getattr(
         sdk_streaming, "SSEDecoder", None
     ):

@@ -356,9 +356,10 @@ class ResponseAccumulator(CallStore):
 
     def _read(self, event: Any, out: list[Event], want: bool) -> None:
         # The hot path (an argument delta, ~97% of a tool-calling stream's events) reads the
-        # event's fields once, finds its handler by its type in one dict lookup (``_HANDLERS``) and
-        # takes an increasing sequence number in one comparison; every other case is the same
-        # code as before, reached only when the fast test fails.
+        # event's fields once, finds its handler by its type in one dict lookup (``_HANDLERS``),
+        # takes an increasing sequence number in one comparison, and hands a plain continuation of
+        # an open call to the owner's hot entry without a further call of its own; every other
+        # case goes where it went before (``_sequence``, ``_delta`` ...).
         read = _read_object(event, _EVENT_KEYS)
         if read is None:
             self._damaged(None, f"an event must be an object, got {type(event).__name__}", event, out)
@@ -388,8 +389,28 @@ class ResponseAccumulator(CallStore):
                 None,
                 out,
             )
-        if handler is not None:
-            handler(self, kind, fields, event, out, want)
+        if handler is None:
+            return
+        if handler is _ARGUMENT_DELTA:
+            try:
+                iid, index, delta = _DELTA_FIELDS(fields)
+            except KeyError:  # a dict fed by hand may leave some out (the SDK's models never do)
+                iid = None
+            item = self._items.get(iid) if type(iid) is str else None
+            if item is not None and kind == item.hot and type(delta) is str and delta:
+                call = item.call
+                if (
+                    call is not None
+                    and (index is None or index == item.output_index)
+                    and call.status == "open"
+                    and not call.stated
+                ):
+                    notes: list[Anomaly] = []
+                    self._owner.text(call, delta, notes, out, want)
+                    for note in notes:
+                        self._record(note, call, out)
+                    return
+        handler(self, kind, fields, event, out, want)
         # Every other event (hosted tools, audio, annotations, events of newer releases) concerns
         # no function call: the final response carries what it built.
 
@@ -628,6 +649,7 @@ class ResponseAccumulator(CallStore):
             out.append(arguments_delta(call, text))
 
     def _delta(self, kind: str, fields: Mapping[str, Any], raw: Any, out: list[Event], want: bool) -> None:
+        """An argument delta: the general path (``_read`` takes a plain continuation itself)."""
         try:
             iid, index, delta = _DELTA_FIELDS(fields)
         except KeyError:  # a dict fed by hand may leave some out (the SDK's own models never do)
@@ -644,22 +666,7 @@ class ResponseAccumulator(CallStore):
         call = item.call
         if call is None:
             return
-        if (
-            kind == item.hot
-            and type(delta) is str
-            and delta
-            and (index is None or index == item.output_index)
-            and call.status == "open"
-            and not call.stated
-        ):
-            # The common case: a plain continuation of an open call, for the owner's hot entry
-            # (the same row of its table as ``take``: bounds, text, events).
-            notes: list[Anomaly] = []
-            self._owner.text(call, delta, notes, out, want)
-            for note in notes:
-                self._record(note, call, out)
-            return
-        notes = []
+        notes: list[Anomaly] = []
         taint = None
         said = _DELTA_EVENTS[kind]
         if said != item.kind:
@@ -1152,6 +1159,7 @@ _HANDLERS: dict[str, _Handler] = {
     **dict.fromkeys(_TEXT_EVENTS, ResponseAccumulator._on_text),
 }
 """Each event type this reader acts on, and the method that reads it (one lookup per event)."""
+_ARGUMENT_DELTA = ResponseAccumulator._delta
 
 
 def _as_response(cls: Any, value: Any) -> Any:

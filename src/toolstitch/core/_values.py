@@ -144,13 +144,14 @@ def read_object(obj: Any, shape: Shape) -> tuple[dict[str, Any], dict[str, Any] 
     ``values`` are the fields ``shape.names`` (None where absent), in one C call when all are there
     (always so for the SDK's own models).
     """
+    # The usual objects (the SDK's own models, and dicts of known keys only) take the short path;
+    # the rest is in helpers, so that this function makes no closure cells (three allocations per
+    # call in CPython 3.11, several calls per chunk).
     kind = type(obj)
-    unknown = None
     if kind is dict:
-        fields = obj
         if not obj.keys() <= shape.known:
-            known = shape.known
-            unknown = {k: v for k, v in obj.items() if k not in known and v is not None} or None
+            return obj, _unknown(obj, shape.known), _values(obj, shape)
+        fields = obj
     else:
         model = _MODEL_TYPES.get(kind)
         if model is None:
@@ -160,16 +161,33 @@ def read_object(obj: Any, shape: Shape) -> tuple[dict[str, Any], dict[str, Any] 
         fields = obj.__dict__
         extra = obj.__pydantic_extra__
         if extra:
-            fields = dict(extra)
-            fields.update({k: v for k, v in obj.__dict__.items() if v is not None or k not in extra})
-            known = shape.known
-            unknown = {k: v for k, v in extra.items() if k not in known and v is not None} or None
+            fields = _with_extra(fields, extra)
+            return fields, _unknown(extra, shape.known), _values(fields, shape)
     try:
-        values = shape.take(fields)
+        return fields, None, shape.take(fields)
+    except KeyError:
+        return fields, None, _values(fields, shape)
+
+
+def _unknown(fields: dict[str, Any], known: frozenset[str]) -> dict[str, Any] | None:
+    """The non-null fields outside ``known`` (None when there are none)."""
+    return {k: v for k, v in fields.items() if k not in known and v is not None} or None
+
+
+def _with_extra(declared: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    """A model's declared fields and its extras, the declared value winning unless it is None."""
+    fields = dict(extra)
+    fields.update({k: v for k, v in declared.items() if v is not None or k not in extra})
+    return fields
+
+
+def _values(fields: dict[str, Any], shape: Shape) -> Any:
+    """The fields ``shape.names`` (None where absent)."""
+    try:
+        return shape.take(fields)
     except KeyError:
         get = fields.get
-        values = tuple(get(name) for name in shape.names)
-    return fields, unknown, values
+        return tuple(get(name) for name in shape.names)
 
 
 def opt_str(value: Any) -> str | None:
