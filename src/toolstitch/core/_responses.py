@@ -295,7 +295,8 @@ class ResponseAccumulator(CallStore):
         self.status: str | None = None
         """How the response ended: ``"completed"``, ``"incomplete"``, ``"failed"``, ``"error"``, or
         None while no final event arrived."""
-        self._last_number: int | None = None
+        self._last_number = -1
+        """The greatest ``sequence_number`` read so far (-1: none yet; a usable one is 0 or more)."""
         self._whole = False
         """Reading a response that was not streamed (:meth:`read_response`)."""
 
@@ -374,8 +375,7 @@ class ResponseAccumulator(CallStore):
             self._damaged(None, f"an event without a readable type ({show(kind)})", event, out)
             return
         if number is not None:
-            last = self._last_number
-            if type(number) is int and last is not None and last < number < _MAX_SEQUENCE:
+            if type(number) is int and self._last_number < number < _MAX_SEQUENCE:
                 self._last_number = number  # increasing, as it should be: nothing to say
             else:
                 self._sequence(number, event, out)
@@ -454,7 +454,7 @@ class ResponseAccumulator(CallStore):
             )
             return
         last = self._last_number
-        if last is not None and value <= last:
+        if value <= last:
             # Kept and read: the statements of each call's text (``.done``, ``output_item.done``)
             # catch a piece that was resent or reordered, and a server whose numbering is off
             # (restarting, constant) loses nothing by it.
@@ -467,7 +467,7 @@ class ResponseAccumulator(CallStore):
                 None,
                 out,
             )
-        self._last_number = value if last is None else max(last, value)
+        self._last_number = max(last, value)
 
     # -- items -------------------------------------------------------------------------------
 
