@@ -14,8 +14,9 @@ Systems:
 * ``ts.run`` as a user writes it: ``@ts.tool(read_only=True, warm=connect)``, no other option
   (eager dispatch and warm-ups are the defaults that act); also ``eager=False`` for reference;
 * a hand-written SDK loop (stream, join the fragments, run the calls in parallel threads, ask again);
-* openai-agents ``Runner.run_streamed``, pydantic-ai ``run_stream`` and a langchain-openai
-  ``bind_tools`` / ``astream`` loop (tools in parallel), in the interop environment
+* openai-agents ``Runner.run_streamed``, pydantic-ai ``run_stream``, LangChain's
+  ``create_agent`` (``astream(stream_mode="messages")``) and a langchain-openai ``bind_tools`` /
+  ``astream`` loop (tools in parallel), in the interop environment
   (``interop/requirements.txt``, built here with uv unless ``--interop-python`` names one), which
   runs this file again as ``--leg NAME --base-url URL``;
 * the computed lower bound: every tool starting the moment its arguments are complete, its setup
@@ -462,9 +463,43 @@ async def langchain_turn(base_url: str) -> float:
     return elapsed
 
 
+async def langchain_agent_turn(base_url: str) -> float:
+    """LangChain's own agent (``langchain.agents.create_agent``, a LangGraph graph whose tool node
+    runs the calls of one message concurrently), streamed with ``astream(stream_mode="messages")``:
+    the same model, the same tools as the ``bind_tools`` loop."""
+    from langchain.agents import create_agent
+    from langchain_core.messages import AIMessageChunk
+    from langchain_core.tools import StructuredTool
+    from langchain_openai import ChatOpenAI
+
+    conns = Connections()
+    tools = [StructuredTool.from_function(coroutine=abound_to(conns, name), name=name) for name in WORK]
+    agent = create_agent(
+        ChatOpenAI(model="m", api_key="bench", base_url=base_url, max_retries=0), tools=tools
+    )
+    pieces = 0
+    answer = ""
+    t0 = time.perf_counter()
+    async for message, _metadata in agent.astream(
+        {"messages": [{"role": "user", "content": QUESTION}]}, stream_mode="messages"
+    ):
+        if isinstance(message, AIMessageChunk):
+            pieces += 1
+            answer += message.text if isinstance(message.text, str) else ""
+    elapsed = time.perf_counter() - t0
+    assert conns.ready == set(WORK), conns.ready
+    # Streamed, chunk by chunk (the calls' fragments and the answer's words), not read whole.
+    assert pieces >= ANSWER_CHUNKS + sum(n for _, n, _, _ in CALLS) and answer.startswith("word0"), (
+        pieces,
+        answer,
+    )
+    return elapsed
+
+
 LEGS: dict[str, Callable[[str], Any]] = {
     "openai-agents Runner.run_streamed": agents_turn,
     "pydantic-ai run_stream": pydantic_ai_turn,
+    "langchain create_agent (astream, messages)": langchain_agent_turn,
     "langchain-openai bind_tools loop": langchain_turn,
 }
 

@@ -2,7 +2,9 @@
 the async twins), ``bind_tools(...).stream()`` / ``.astream()`` in a tool loop written as the
 langchain docs write it, and ``with_structured_output(...).stream()`` (its JSON-schema method reads
 through the SDK's ``chat.completions.stream`` helper), plain and wrapped; guarded, an unsafe stream
-runs no tool and ``UnsafeToolCallError`` itself comes out of ``stream()``."""
+runs no tool and ``UnsafeToolCallError`` itself comes out of ``stream()``. LangChain's own agent
+(``langchain.agents.create_agent``, streamed with ``stream_mode="messages"``) over the same model,
+plain and wrapped, and guarded."""
 
 from __future__ import annotations
 
@@ -11,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
+from langchain.agents import create_agent
+from langchain_core.messages import AIMessageChunk, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import StructuredTool
 from langchain_openai import ChatOpenAI
 from pydantic import BaseModel
@@ -34,8 +37,8 @@ from toolstitch.errors import UnsafeToolCallError
 from toolstitch.testing import LocalServer, StreamScript
 
 
-def model(sync: Any, asynchronous: Any, tools: Tools) -> Any:
-    llm = ChatOpenAI(
+def chat_model(sync: Any, asynchronous: Any) -> Any:
+    return ChatOpenAI(
         model=MODEL,
         api_key="test",
         root_client=sync,
@@ -43,9 +46,24 @@ def model(sync: Any, asynchronous: Any, tools: Tools) -> Any:
         root_async_client=asynchronous,
         async_client=asynchronous.chat.completions,
     )
-    return llm.bind_tools(
-        [StructuredTool.from_function(tools.get_weather), StructuredTool.from_function(tools.add)]
-    )
+
+
+def tool_list(tools: Tools) -> list[Any]:
+    return [StructuredTool.from_function(tools.get_weather), StructuredTool.from_function(tools.add)]
+
+
+def model(sync: Any, asynchronous: Any, tools: Tools) -> Any:
+    return chat_model(sync, asynchronous).bind_tools(tool_list(tools))
+
+
+def agent_run(sync: Any, asynchronous: Any, tools: Tools) -> str:
+    """``create_agent`` streamed as its docs stream it: ``stream_mode="messages"``, the answer's text."""
+    agent = create_agent(chat_model(sync, asynchronous), tools=tool_list(tools))
+    answer = ""
+    for message, _metadata in agent.stream({"messages": [HumanMessage(QUESTION)]}, stream_mode="messages"):
+        if isinstance(message, AIMessageChunk):
+            answer += message.text
+    return answer
 
 
 def loop(llm: Any, tools: Tools) -> Any:
@@ -156,3 +174,28 @@ def test_structured_output_is_the_same_and_every_stream_stitched(
     assert runs[0].output == Weather(**STRUCTURED)
     calls = [] if method == "json_schema" else [("Weather", "ready", STRUCTURED)]
     assert_same_and_stitched(*runs, runs=[], calls=calls)
+
+
+def test_create_agent_makes_the_same_conversation_and_every_stream_is_stitched(
+    server: LocalServer, tmp_path: Path
+) -> None:
+    runs = []
+    for folder in (None, tmp_path):
+        sent = enqueue_conversation(server)
+        tools = Tools()
+        options = {} if folder is None else {"record": folder}
+        output = agent_run(*clients(server, **options), tools)
+        runs.append(Conversation(server.requests[sent:], tools.runs, output, folder))
+    assert runs[0].output == "It is sunny in Paris."
+    assert all(r.get("stream") is True for r in runs[0].requests)
+    assert_same_and_stitched(*runs)
+
+
+@pytest.mark.parametrize("case", sorted(UNSAFE))
+def test_create_agent_guarded_runs_nothing_on_an_unsafe_stream(server: LocalServer, case: str) -> None:
+    sent = len(server.requests)
+    server.enqueue(StreamScript(UNSAFE[case]))
+    tools = Tools()
+    with pytest.raises(Exception) as caught:
+        agent_run(*clients(server, guard=True), tools)
+    assert_refused(caught.value, case, tools, server, sent)
