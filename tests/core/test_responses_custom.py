@@ -505,3 +505,94 @@ def test_the_nfa_agrees_with_re_fullmatch(pattern: str, alternative: str, text: 
     notes: list[Any] = []
     error = fmt.check("grep", text, text, notes)
     assert (error is None) is (re.fullmatch(definition, text) is not None), (definition, text)
+
+
+# --------------------------------------------------------------------------- hostile shapes
+
+
+def test_an_announced_input_that_is_not_text_refuses_the_call() -> None:
+    events = copy.deepcopy(stream())
+    find(events, "response.output_item.added")["item"]["input"] = {"cmd": "rm"}
+    acc, _ = run(events)
+    call = only(acc)
+    assert call.status == "invalid" and isinstance(call.error, MalformedArguments)
+
+
+@pytest.mark.parametrize("value", [None, 3, ["TODO"]], ids=["null", "number", "list"])
+def test_a_delta_that_is_not_text_refuses_the_call(value: Any) -> None:
+    events = stream()
+    at = events.index(find(events, "response.custom_tool_call_input.done"))
+    acc, _ = run([*events[:at], {**delta(""), "delta": value}, *events[at:]])
+    assert only(acc).status == "invalid"
+
+
+def test_a_done_input_that_is_not_text_refuses_the_call() -> None:
+    events = copy.deepcopy(stream())
+    find(events, "response.custom_tool_call_input.done")["input"] = ["TODO"]
+    acc, _ = run(events)
+    assert only(acc).status == "invalid"
+
+
+def test_an_item_done_without_added_reads_the_custom_call_whole() -> None:
+    events = [
+        e
+        for e in stream()
+        if e["type"] not in ("response.output_item.added",)
+        and not e["type"].startswith("response.custom_tool_call_input")
+    ]
+    acc, _ = run(events)
+    call = only(acc)
+    assert (call.status, call.type, call.parsed) == ("ready", "custom", INPUT)
+    assert "unknown_item" in codes(call)
+
+
+def test_a_function_item_and_a_custom_item_claiming_one_call_id_are_both_refused() -> None:
+    events = response_events(
+        [("call_1", "get_weather", '{"city": "Paris"}'), ("call_2", "grep", "x")], custom={"call_2"}
+    )
+    for e in events:  # the custom item claims the function's call_id, everywhere it says one
+        items = [e.get("item"), *((e.get("response") or {}).get("output") or [])]
+        for item in items:
+            if isinstance(item, dict) and item.get("call_id") == "call_2":
+                item["call_id"] = "call_1"
+    acc, _ = run(events)
+    assert [c.type for c in acc.tool_calls] == ["function", "custom"]
+    assert [c.status for c in acc.tool_calls] == ["invalid", "invalid"]
+
+
+def test_a_pattern_nested_too_deep_is_unchecked_not_a_crash() -> None:
+    definition = "(?:" * 3000 + "a" + ")" * 3000
+    acc, _ = run(stream("a"), tools=[grammar("regex", definition)])
+    call = only(acc)
+    assert call.status == "invalid" and "grammar_unchecked" in codes(call)
+
+
+def test_a_regex_is_compiled_once_per_pattern() -> None:
+    fmt = {"type": "grammar", "syntax": "regex", "definition": r"[a-z]+ once"}
+    assert read_format(fmt) is read_format(dict(fmt))
+
+
+def test_feeding_without_events_writes_the_same_call() -> None:
+    acc = ResponseAccumulator(TOOLS)
+    for event in stream():
+        acc.feed(event, events=False)
+    acc.end()
+    call = only(acc)
+    assert (call.status, call.parsed) == ("ready", INPUT)
+
+
+@custom_tools
+@pytest.mark.parametrize("where", ["done", "item_done", "completed", "late"])
+def test_the_sdks_objects_are_held_to_the_same_statements(where: str) -> None:
+    events = copy.deepcopy(stream())
+    if where == "done":
+        find(events, "response.custom_tool_call_input.done")["input"] = "other"
+    elif where == "item_done":
+        find(events, "response.output_item.done")["item"]["input"] = "other"
+    elif where == "completed":
+        find(events, "response.completed")["response"]["output"][0]["input"] = "other"
+    else:
+        events.append(delta("x"))
+    acc, _ = run(sdk(events))
+    call = only(acc)
+    assert call.status == "invalid" and call.arguments == INPUT

@@ -1,7 +1,7 @@
-"""Custom tools end to end: ``@ts.tool(custom=True)`` / ``format=``, the Toolbox's definitions, the
-gate and the executor, and ``ts.run(api="responses")`` over real HTTP with the real ``openai``
-client against the local server, which checks every request's ``input`` as OpenAI answers it
-(``check_history=True``: a custom call left unanswered, or answered by nobody's call, is a 400).
+"""Custom tools end to end: the gate and the executor, and ``ts.run(api="responses")`` over real
+HTTP with the real ``openai`` client against the local server, which checks every request's
+``input`` as OpenAI answers it (``check_history=True``: a custom call left unanswered, or an output
+that answers nobody's call, is a 400).
 """
 
 from __future__ import annotations
@@ -19,9 +19,8 @@ pytestmark = pytest.mark.skipif(
 )
 
 import toolstitch as ts  # noqa: E402
-from toolstitch.core import ResponseAccumulator  # noqa: E402
 from toolstitch.testing import LocalServer, StreamScript, response_events  # noqa: E402
-from toolstitch.tools import Tool, Toolbox, tool  # noqa: E402
+from toolstitch.tools import Toolbox, tool  # noqa: E402
 
 ran: list[tuple[str, Any]] = []
 SQL = {"type": "grammar", "syntax": "regex", "definition": r"SELECT [a-z_, ]+ FROM [a-z_]+;"}
@@ -67,93 +66,6 @@ def model(server: LocalServer, *turns: list[dict[str, Any]]) -> None:
 
 def custom_turn(*calls: tuple[str, str, str]) -> list[dict[str, Any]]:
     return response_events(list(calls), custom=True, reasoning="Let me look.")
-
-
-# --------------------------------------------------------------------------- defining the tool
-
-
-def test_a_custom_tool_is_offered_as_a_custom_tool() -> None:
-    assert grep.custom and not grep.eager and grep.format is None
-    assert grep.definition() == {
-        "type": "custom",
-        "custom": {"name": "grep", "description": "Search the code base for a pattern."},
-    }
-    assert query.definition()["custom"]["format"] == SQL
-    assert repr(grep) == "Tool('grep', custom)"
-
-
-@pytest.mark.parametrize(
-    ("make", "error"),
-    [
-        (lambda: tool(custom=True)(lambda a, b: a), TypeError),  # two parameters
-        (lambda: tool(custom=True)(_int_tool), TypeError),  # not a str
-        (lambda: tool(custom=True, eager=True, read_only=True)(_text_tool), ValueError),
-        (lambda: tool(custom=True, strict=True)(_text_tool), ValueError),
-        (
-            lambda: tool(format={"type": "grammar", "syntax": "regex", "definition": "(a"})(_text_tool),
-            ValueError,
-        ),
-        (
-            lambda: tool(format={"type": "grammar", "syntax": "regex", "definition": r"(a)\1"})(_text_tool),
-            ValueError,
-        ),
-        (
-            lambda: tool(format={"type": "grammar", "syntax": "ebnf", "definition": "x"})(_text_tool),
-            ValueError,
-        ),
-        (lambda: tool(custom=True, parameters={"type": "object"})(_text_tool), TypeError),
-    ],
-    ids=[
-        "two-params",
-        "int-param",
-        "eager",
-        "strict",
-        "bad-regex",
-        "backreference",
-        "unknown-syntax",
-        "parameters",
-    ],
-)
-def test_a_custom_tool_that_could_never_run_is_refused_when_defined(make: Any, error: type) -> None:
-    with pytest.raises(error):
-        make()
-
-
-def _int_tool(n: int) -> str:
-    return str(n)
-
-
-def _text_tool(text: str) -> str:
-    return text
-
-
-@pytest.mark.parametrize(
-    "definition",
-    [
-        {"type": "custom", "custom": {"name": "shell", "description": "Run a command."}},
-        {"type": "custom", "name": "shell", "description": "Run a command.", "format": {"type": "text"}},
-    ],
-    ids=["chat-shape", "responses-flat-shape"],
-)
-def test_a_toolbox_takes_a_custom_tools_definition_with_its_function(definition: dict[str, Any]) -> None:
-    box = Toolbox([(definition, _text_tool)])
-    (t,) = box
-    assert (t.name, t.custom, t.description) == ("shell", True, "Run a command.")
-    assert box.definitions()[0]["type"] == "custom"
-
-
-def test_a_lark_tool_is_defined_and_its_calls_are_unchecked_but_run() -> None:
-    lark = Tool.from_custom(
-        _text_tool, name="calc", format={"type": "grammar", "syntax": "lark", "definition": "start: /.+/"}
-    )
-    acc = ResponseAccumulator([{"type": "custom", "name": "calc", "format": lark.format}])
-    for event in response_events([("call_1", "calc", "1 + 2")], custom=True):
-        acc.feed(event)
-    acc.end()
-    (call,) = acc.tool_calls
-    assert call.ready and "grammar_unchecked" in {a.code for a in call.anomalies}
-    (result,) = Toolbox([lark]).execute([call])
-    assert result.ok and result.content == "1 + 2"
 
 
 # --------------------------------------------------------------------------- the loop

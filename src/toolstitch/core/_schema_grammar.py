@@ -28,6 +28,7 @@ A Responses (or Chat Completions) ``custom`` tool takes free text, not JSON: ``{
 
 from __future__ import annotations
 
+import functools
 import re
 import warnings
 from collections.abc import Mapping
@@ -43,8 +44,8 @@ MAX_PATTERN = 20_000
 MAX_PROGRAM = 20_000
 """NFA instructions a pattern may become (``a{1000}{1000}`` would be a million): beyond, unchecked."""
 MAX_STEPS = 2_000_000
-"""NFA steps (states visited, summed over the input) one check may take: a bound on its time of
-about a second in CPython, whatever the pattern and the input; beyond, unchecked."""
+"""NFA steps (states visited, summed over the input) one check may take: a bound on its time,
+whatever the pattern and the input; beyond, unchecked."""
 
 try:  # Python 3.11 and newer
     from re import _compiler as _sre_compile  # type: ignore[attr-defined]
@@ -377,6 +378,14 @@ def read_format(value: Any) -> InputFormat:
         return InputFormat("unreadable", syntax, None, "the grammar's definition is not text")
     if syntax == "lark":
         return InputFormat("grammar", "lark", None, None)
+    return _regex_format(definition)
+
+
+@functools.lru_cache(maxsize=128)
+def _regex_format(definition: str) -> InputFormat:
+    """A regex grammar, compiled once per pattern: a process that sends the same tools with every
+    request (an agent's loop) builds each NFA once. The program is never changed after it is built,
+    so one is shared by every check (and thread)."""
     try:
         return InputFormat("grammar", "regex", _compile(definition), None)
     except _Unchecked as exc:
