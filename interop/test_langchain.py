@@ -196,6 +196,6 @@ def test_create_agent_guarded_runs_nothing_on_an_unsafe_stream(server: LocalServ
     sent = len(server.requests)
     server.enqueue(StreamScript(UNSAFE[case]))
     tools = Tools()
-    with pytest.raises(Exception) as caught:
+    with pytest.raises(UnsafeToolCallError) as caught:
         agent_run(*clients(server, guard=True), tools)
     assert_refused(caught.value, case, tools, server, sent)
