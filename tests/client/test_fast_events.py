@@ -10,8 +10,9 @@
   ``ts.wrap(client)`` yields events equal to the plain client's, for every generated event, the
   events of a tool-calling stream and unknown ones; ``decode="sdk"`` keeps the SDK's decoding.
 
-``scripts/matrix`` runs this file on the floor and the newest release; on a release without the
-Responses API (the 1.55.3 floor) it skips, and there is nothing to decode.
+``scripts/matrix`` runs this file on the floor, on the first release with the Responses API (1.66.0,
+its "responses-floor" leg) and on the newest release; on a release without the Responses API (the
+1.55.3 floor) it skips, and there is nothing to decode.
 """
 
 from __future__ import annotations
