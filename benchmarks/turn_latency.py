@@ -24,7 +24,7 @@ Systems:
   ended, and the answer streamed at the same pace.
 
 The same turn over the Responses API: ``ts.run(api="responses")`` and its lower bound. The
-fail-fast turn: the model's first call goes wrong early in a long call (a ``]`` where a value
+fail-fast turn: the model's first call goes wrong early in a long call (a string where an integer
 belongs, then 150 more fragments), its second attempt is right; time to the answer with and without
 ``fail_fast=True``, and the chunks the server never had to generate.
 """
@@ -555,7 +555,8 @@ def fail_fast_turn(repeat: int) -> tuple[float, float, int, int]:
         "function": {"name": "search_hotels", "arguments": ""},
     }
     tail = [', "notes": "' + "quiet room, high floor" + '"'] * 150
-    pieces = ['{"city": "Lisbon", ', '"nights": ]', *tail, "}"]
+    # ``nights`` is an integer: the string it begins can never be one (refused early, in the core).
+    pieces = ['{"city": "Lisbon", ', '"nights": "two"', *tail, "}"]
     wrong = [chunk(delta={"role": "assistant", "content": None}), chunk(delta={"tool_calls": [bad_head]})]
     wrong += [chunk(delta={"tool_calls": [{"index": 0, "function": {"arguments": p}}]}) for p in pieces]
     wrong.append(chunk(delta={}, finish_reason="tool_calls"))
@@ -684,7 +685,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     else:
         print("  (this openai has no openai.lib.responses_tool_runner)")
     without, with_, never, scripted = fail_fast_turn(args.repeat)
-    print("fail-fast turn (the first call breaks at its 2nd fragment of 153; the second attempt is right)")
+    print("fail-fast turn (the first call goes wrong at its 2nd fragment of 153; the second attempt is right)")
     print(f"  {'ts.run, without fail_fast':<60} {without * 1000:7.0f} ms")
     print(f"  {'ts.run(fail_fast=True)':<60} {with_ * 1000:7.0f} ms  {with_ / without:12.3f}x")
     print(f"  chunks never generated: {never} of {scripted} of the broken stream")

@@ -94,9 +94,14 @@ def _finished_choices(chunks: list[Any]) -> set[Any]:
 
 def _check(chunks: list[Any], tools: list[Any] | None, **request: Any) -> None:
     acc = ts.Accumulator(tools=tools, **request)
+    early: list[ts.ToolCall] = []  # refused while still streaming (``core/_early.py``)
     for chunk in chunks:
-        acc.feed(chunk)
+        for event in acc.feed(chunk):
+            if isinstance(event, ts.events.ToolCallInvalid) and event.call.status == "open":
+                early.append(event.call)
     acc.end()
+    # An early verdict is the verdict: the call never becomes ready.
+    assert all(call.status != "ready" for call in early), early
     codes = {a.code for a in acc.anomalies}
     assert "internal_error" not in codes, [a for a in acc.anomalies if a.code == "internal_error"]
     schemas = {}

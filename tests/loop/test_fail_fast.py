@@ -51,15 +51,16 @@ def box() -> Iterator[Toolbox]:
 BAD_TAIL = 200
 
 
-def goes_wrong_early(call_id: str = "c1") -> StreamScript:
-    """A long call whose JSON breaks early (``]`` where a value belongs), then goes on for long."""
+def goes_wrong_early(call_id: str = "c1", wrong: str = '"budget": ]') -> StreamScript:
+    """A long call that goes wrong early (``wrong``: by default its JSON breaks, a ``]`` where a
+    value belongs), then goes on for long."""
     head = {
         "index": 0,
         "id": call_id,
         "type": "function",
         "function": {"name": "search_hotels", "arguments": ""},
     }
-    pieces = ['{"city": "Rome", ', '"budget": ]', *([', "note": "' + "x" * 20 + '"'] * BAD_TAIL), "}"]
+    pieces = ['{"city": "Rome", ', wrong, *([', "note": "' + "x" * 20 + '"'] * BAD_TAIL), "}"]
     chunks = [chunk(delta={"role": "assistant", "content": None}), chunk(delta={"tool_calls": [head]})]
     chunks += [chunk(delta={"tool_calls": [{"index": 0, "function": {"arguments": p}}]}) for p in pieces]
     chunks.append(chunk(delta={}, finish_reason="tool_calls"))
@@ -106,6 +107,24 @@ def test_a_call_refused_while_streaming_closes_the_stream_and_asks_again(
     assert "search_hotels" in retry[0]["content"] and "not valid JSON" in retry[0]["content"]
     # Each retry is a step (a request) in the timeline too.
     assert result.timeline is not None and result.timeline.steps[0].stage("abandoned") is not None
+
+
+def test_a_value_of_the_wrong_type_begun_is_refused_early_and_fails_fast(
+    server: LocalServer, box: Toolbox
+) -> None:
+    # Valid JSON so far, but ``budget`` is an integer: the string it begins can never be one. The
+    # core refuses the call at that fragment (``core/_early.py``), and the loop stops the stream.
+    server.enqueue(goes_wrong_early(wrong='"budget": "two'), calls_reply(GOOD), text_reply("Three hotels."))
+    events: list[RunEvent] = []
+    result = ts.run(
+        server.client(), model="m", messages=user(), toolbox=box, fail_fast=True, on_event=events.append
+    )
+    assert result.stop_reason == "done" and ran == [("Rome", 200)]
+    assert not [(sent, scripted) for sent, scripted in server.streamed if sent == scripted > BAD_TAIL]
+    [abandoned] = [e for e in events if isinstance(e, StreamAbandoned)]
+    assert "budget" in abandoned.reason and "integer" in abandoned.reason
+    assert abandoned.call.status == "invalid"  # refused, not merely cut off by the closed stream
+    assert "budget" in server.requests[1]["messages"][0]["content"]
 
 
 def test_without_fail_fast_the_whole_stream_is_read_and_the_call_refused(

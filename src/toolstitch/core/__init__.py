@@ -16,6 +16,7 @@ other layer is built on :class:`Accumulator`. What lives where:
 * :mod:`._route`        routing fragments to calls (by index, id, position; cumulative resends).
 * :mod:`._seal`         the request's verdict on a sealed call (tools, tool_choice,
   parallel_tool_calls); :func:`sealed_call` builds a checked call from a finished message.
+* :mod:`._early`        the verdicts that are certain while a call streams (early refusal).
 * :mod:`._parse`        the strict parse at seal.
 * :mod:`._clock`        the one clock of every timestamp and its anchor on the Unix time line.
 * :mod:`._scanner`      the incremental JSON scanner, read lazily.

@@ -9,13 +9,13 @@ the table is data, and an event the table does not list for a state refuses the 
 
 The table (:data:`TRANSITIONS`; ``stated`` shows as ``status == "open"``)::
 
-    state       fragment        identity      statement        finish   limit    fault    end
-    ─────────── ─────────────── ───────────── ──────────────── ──────── ──────── ──────── ──────────
-    open        append          write once    adopt | compare  seal     refuse   refuse   incomplete
-    stated      refuse          write once    compare          seal     refuse   refuse   incomplete
-    ready       refuse (late)   note only     compare          ─        refuse   refuse   ─
-    invalid     count only      note only     ─                ─        ─        ─        ─
-    incomplete  count only      note only     ─                ─        ─        ─        ─
+    state       fragment       identity     statement       verdict  finish  limit   fault   end
+    ─────────── ────────────── ──────────── ─────────────── ──────── ─────── ─────── ─────── ──────────
+    open        append         write once   adopt | compare refuse   seal    refuse  refuse  incomplete
+    stated      refuse         write once   compare         refuse   seal    refuse  refuse  incomplete
+    ready       refuse (late)  note only    compare         refuse   ─       refuse  refuse  ─
+    invalid     count only     note only    ─               ─        ─       ─       ─       ─
+    incomplete  count only     note only    ─               ─        ─       ─       ─       ─
 
 * **fragment**: a piece of argument text. Appended to an open call (the hot transition: one
   dictionary hit, one append, one counter), every byte counted against ``Limits`` (the call's
@@ -29,6 +29,10 @@ The table (:data:`TRANSITIONS`; ``stated`` shows as ``status == "open"``)::
 * **statement**: the whole text stated by the server (the Responses API's ``.done``, its
   ``output_item.done`` and final output). With no text streamed, the statement is adopted as the
   text; otherwise it must equal it, or the call is refused. Either way the text is frozen.
+* **verdict**: the text so far can no longer become valid for the call's tool (``_early.py``:
+  only certain verdicts, asked while events are read). The call is refused at once
+  (``ToolCallInvalid`` now, ``error`` set) and can never be ``ready``; it keeps its text as it
+  arrives and is sealed ``invalid`` (the seal's error, with every reason, replaces the first).
 * **finish**: the choice (or response) finished: parse once, strictly, check against the request
   (``_seal.CallChecks``), then ``ready`` or ``invalid``.
 * **limit**, **fault**: a bound was exceeded, or toolstitch or the wire failed on something that
@@ -55,11 +59,13 @@ from ..errors import (
     LateFragment,
     LimitExceeded,
     MissingName,
+    SchemaViolation,
     ToolCallError,
     TransitionRefused,
 )
 from ._anomaly import Anomaly, AnomalyCode
 from ._clock import CLOCK_ANCHOR, now, timings_dict, wall_clock
+from ._early import EarlyCheck
 from ._events import ArgumentsComplete, ArgumentsMalformed, ToolCallInvalid, arguments_delta
 from ._limits import Limits
 from ._parse import has_lone_surrogate, join_surrogate_pairs, parse_arguments, parse_input
@@ -91,19 +97,24 @@ T = TypeVar("T")
 
 # The states (``stated`` is an open call whose text the server stated whole) and the events.
 OPEN, STATED, READY, INVALID, INCOMPLETE = "open", "stated", "ready", "invalid", "incomplete"
-FRAGMENT, IDENTITY, STATEMENT, FINISH, LIMIT, FAULT, END = (
+FRAGMENT, IDENTITY, STATEMENT, VERDICT, FINISH, LIMIT, FAULT, END = (
     "fragment",
     "identity",
     "statement",
+    "verdict",
     "finish",
     "limit",
     "fault",
     "end",
 )
-EVENTS = (FRAGMENT, IDENTITY, STATEMENT, FINISH, LIMIT, FAULT, END)
+EVENTS = (FRAGMENT, IDENTITY, STATEMENT, VERDICT, FINISH, LIMIT, FAULT, END)
 CUSTOM = "custom"
 """The ``type`` of a custom tool's call: its text is the input itself, not JSON (sealed with
 ``_parse.parse_input``, checked against the tool's ``format``)."""
+_NO_EARLY = object()
+"""``ToolCall._early``: nothing about the call can be decided early."""
+_REFUSED = object()
+"""``ToolCall._early``: the call was refused early (its verdict was announced then)."""
 MAX_NAME = 1024
 """Characters of a function name beyond which it is unusable (OpenAI allows 64)."""
 
@@ -184,6 +195,7 @@ class ToolCall:
         "_choice",
         "_clock",
         "_done",
+        "_early",
         "_error",
         "_extra",
         "_id",
@@ -238,6 +250,9 @@ class ToolCall:
         self._pending_error: ToolCallError | None = None
         """An error decided while the call was open (an unreadable fragment): applied at seal."""
         self._preview: Preview | None = None
+        self._early: EarlyCheck | object | None = None
+        """The early check of its text (``_early.py``): None until its first text is read with
+        events on, then a check, :data:`_NO_EARLY` (nothing to check) or :data:`_REFUSED`."""
 
     def __repr__(self) -> str:
         return (
@@ -541,12 +556,15 @@ class CallOwner:
     per call), events to ``events``.
     """
 
-    __slots__ = ("bytes_left", "clock", "limits")
+    __slots__ = ("bytes_left", "checks", "clock", "limits")
 
     def __init__(self, limits: Limits, clock: Callable[[], float]) -> None:
         self.limits = limits
         self.clock = clock
         self.bytes_left = limits.max_stream_bytes
+        self.checks: CallChecks | None = None
+        """The request's checks, for the verdicts that are certain while a call streams (set by
+        the accumulator; None: nothing is decided early)."""
 
     def charge(self, size: int) -> bool:
         """Take ``size`` bytes from the stream budget; False (nothing taken) when over it."""
@@ -643,9 +661,16 @@ class CallOwner:
         supply text that never streamed (the reader knows text may have gone astray)."""
         call._row[STATEMENT](self, call, text, name, id, where, adopt, raw, notes, events)
 
-    def seal(self, call: ToolCall, t: float, checks: CallChecks, first: bool, notes: list[Anomaly]) -> None:
-        """The call's choice (or response) finished: parse and check it (``ready`` or ``invalid``)."""
-        call._row[FINISH](self, call, t, checks, first, notes)
+    def seal(self, call: ToolCall, t: float, checks: CallChecks, first: bool, notes: list[Anomaly]) -> bool:
+        """The call's choice (or response) finished: parse and check it (``ready`` or ``invalid``).
+        True when its verdict is news (False for a call already refused while it streamed: its
+        ``ToolCallInvalid`` was announced then)."""
+        return call._row[FINISH](self, call, t, checks, first, notes) is not False
+
+    def verdict(self, call: ToolCall, error: ToolCallError, events: list[Event]) -> None:
+        """The call can no longer become valid while it still streams (``_early.py``): refused
+        now, announced now; it is sealed ``invalid`` with this error."""
+        call._row[VERDICT](self, call, error, events)
 
     def limit_calls(self, call: ToolCall) -> None:
         """The call's choice already holds ``Limits.max_calls_per_choice`` calls: refused."""
@@ -721,6 +746,8 @@ def _append(
         call._joined = ""
         call._chars = 0
         call._scanner = JSONScanner()
+        if type(call._early) is EarlyCheck:
+            call._early = None  # read again from the start of the new text
         call._bytes_left += metrics.bytes
         metrics.bytes = 0
         call._surrogates = False
@@ -759,6 +786,48 @@ def _append(
             events.append(ArgumentsComplete(call))
         if scanner.error is not None and not had_error:
             events.append(ArgumentsMalformed(call, scanner.error, scanner.error_at))
+        early = call._early
+        if early is not _NO_EARLY and early is not _REFUSED:
+            if early is None:
+                early = call._early = _start_early(owner, call, chars, events)
+            if type(early) is EarlyCheck:
+                if early.offset != chars:  # text arrived while nobody read events: not in step
+                    call._early = _NO_EARLY
+                else:
+                    reason = early.feed(text)
+                    if reason is not None:
+                        owner.verdict(
+                            call,
+                            SchemaViolation(
+                                f"arguments can no longer match the schema of {call._name!r}: {reason}",
+                                raw=_keep_sample_text(call),
+                                errors=[reason],
+                            ),
+                            events,
+                        )
+                    elif early.done:
+                        call._early = _NO_EARLY
+
+
+def _start_early(owner: CallOwner, call: ToolCall, chars: int, events: list[Event]) -> object:
+    """The early check of a call whose first text is being read (``_early.py``): its name is fixed
+    from here on, so the request's verdict on the name is asked now; then what is certain about
+    its tool's schema, if anything."""
+    checks = owner.checks
+    if checks is None or chars != 0 or call._name is None:
+        return _NO_EARLY
+    error, node = checks.early(call._name, "")
+    if error is not None:
+        owner.verdict(call, error, events)
+        return _REFUSED
+    if node is None:
+        return _NO_EARLY
+    return EarlyCheck(node)
+
+
+def _keep_sample_text(call: ToolCall) -> str:
+    """A bounded sample of the call's text, for an error's ``raw``."""
+    return call.arguments[: call._sample_chars]
 
 
 def _exceed(call: ToolCall, limit_name: str, limit: int, text: str, notes: list[Anomaly] | None) -> None:
@@ -1060,8 +1129,9 @@ def _statement_ignored(
 
 def _seal(
     owner: CallOwner, call: ToolCall, t: float, checks: CallChecks, first: bool, notes: list[Anomaly]
-) -> None:
-    """open/stated + finish: parse once, strictly, then the request's checks (``_seal.py``)."""
+) -> bool:
+    """open/stated + finish: parse once, strictly, then the request's checks (``_seal.py``). False
+    when the verdict was announced already (the call was refused while it streamed)."""
     call._metrics.sealed_at = t
     text = call.arguments
     if call._type == CUSTOM:
@@ -1084,11 +1154,33 @@ def _seal(
             )
     if error is None:
         error = checks.verdict(call, parsed, first, as_object, notes)
+    announced = call._early is _REFUSED
+    if error is None and announced:
+        error = call._error  # never ready once refused (the early verdict is held to this one)
     if error is not None:
         call._error = error
         _move(call, INVALID)
-    else:
-        _move(call, READY)
+        return not announced
+    _move(call, READY)
+    return True
+
+
+def _refuse_early(owner: CallOwner, call: ToolCall, error: ToolCallError, events: list[Event]) -> None:
+    """open/stated + verdict: the text so far can no longer become valid (``_early.py``). Refused
+    at once for everyone listening (``ToolCallInvalid`` now, ``error`` set), sealed ``invalid``
+    with this error when its choice finishes; until then its text is kept as it arrives, so the
+    message holds what the model wrote. An earlier reason (a taint) is announced first. The seal
+    still checks the whole text, and its error (every reason, not only the first) is the one the
+    call keeps."""
+    call._early = _REFUSED
+    if call._pending_error is not None:
+        error = call._pending_error
+    call._error = error
+    events.append(ToolCallInvalid(call, error))
+
+
+def _verdict_ignored(owner: CallOwner, call: ToolCall, error: ToolCallError, events: list[Event]) -> None:
+    """sealed + verdict: the seal decided already."""
 
 
 def _finish_again(
@@ -1125,8 +1217,12 @@ def _fault_ignored(
 
 
 def _end(owner: CallOwner, call: ToolCall, reason: str, t: float | None) -> bool:
-    """open/stated + end: ``incomplete``; the text is kept as it arrived."""
+    """open/stated + end: ``incomplete``; the text is kept as it arrived. A call refused while it
+    streamed stays refused: ``invalid``, with its early verdict (it was certain)."""
     call._metrics.sealed_at = call._clock() if t is None else t
+    if call._early is _REFUSED and call._error is not None:
+        _move(call, INVALID)
+        return True
     call._error = CallIncomplete(f"{reason}; the arguments may be truncated", raw=call.arguments)
     _move(call, INCOMPLETE)
     return True
@@ -1158,6 +1254,7 @@ TRANSITIONS: dict[str, dict[str, Callable[..., Any]]] = {
         FRAGMENT: _append,
         IDENTITY: _identify,
         STATEMENT: _statement,
+        VERDICT: _refuse_early,
         FINISH: _seal,
         LIMIT: _limit,
         FAULT: _fault,
@@ -1167,6 +1264,7 @@ TRANSITIONS: dict[str, dict[str, Callable[..., Any]]] = {
         FRAGMENT: _after_statement,
         IDENTITY: _identify,
         STATEMENT: _statement,
+        VERDICT: _refuse_early,
         FINISH: _seal,
         LIMIT: _limit,
         FAULT: _fault,
@@ -1185,6 +1283,7 @@ TRANSITIONS: dict[str, dict[str, Callable[..., Any]]] = {
         FRAGMENT: _count_only,
         IDENTITY: _identity_frozen,
         STATEMENT: _statement_ignored,
+        VERDICT: _verdict_ignored,
         FINISH: _finish_again,
         LIMIT: _limit_ignored,
         FAULT: _fault_ignored,
@@ -1194,6 +1293,7 @@ TRANSITIONS: dict[str, dict[str, Callable[..., Any]]] = {
         FRAGMENT: _count_only,
         IDENTITY: _identity_frozen,
         STATEMENT: _statement_ignored,
+        VERDICT: _verdict_ignored,
         FINISH: _finish_again,
         LIMIT: _limit_ignored,
         FAULT: _fault_ignored,

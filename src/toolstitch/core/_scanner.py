@@ -22,8 +22,9 @@ __all__ = ["JSONScanner"]
 
 # Outside strings only these characters change the scanner's state.
 _STRUCTURAL = re.compile(r'[{}\[\]"]')
-# Inside strings only these do: the closing quote, an escape, or a (forbidden) raw control character.
-_STRING_SPECIAL = re.compile(r'["\\\x00-\x1f]')
+# Inside strings: a run of characters that change nothing (anything but the closing quote, a
+# backslash or a raw control character) and of whole, valid escapes.
+_STRING_BODY = re.compile(r'(?:[^"\\\x00-\x1f]+|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*')
 _NON_WHITESPACE = re.compile(r"[^ \t\r\n]")
 _HEX = frozenset("0123456789abcdefABCDEF")
 _SIMPLE_ESCAPES = frozenset('"\\/bfnrt')
@@ -123,17 +124,32 @@ class JSONScanner:
                         return
                     i += 1
                     continue
-                m = _STRING_SPECIAL.search(text, i)
-                if m is None:
+                # A run of plain characters and whole escapes, in one C call; it stops at the
+                # closing quote, at an escape the fragment cuts (or that is not valid), or at a
+                # raw control character.
+                i = _STRING_BODY.match(text, i).end()  # type: ignore[union-attr]  # matches ""
+                if i == n:
                     return
-                c = m.group()
-                i = m.end()
+                c = text[i]
                 if c == '"':
                     self._in_string = False
-                elif c == "\\":
+                    i += 1
+                elif c != "\\":
+                    self._fail("raw control character inside a string", base + i)
+                    return
+                elif i + 1 == n:
                     self._escape = True
+                    return
+                elif text[i + 1] != "u":
+                    self._fail(f"invalid escape \\{text[i + 1]} in a string", base + i + 1)
+                    return
                 else:
-                    self._fail("raw control character inside a string", base + i - 1)
+                    # ``\u`` with fewer than four hex digits: cut by the fragment, or not hex.
+                    for j in range(i + 2, n):
+                        if text[j] not in _HEX:
+                            self._fail("invalid \\u escape in a string", base + j)
+                            return
+                    self._hex_left = 4 - (n - i - 2)
                     return
             elif self.complete:
                 m = _NON_WHITESPACE.search(text, i)

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..errors import SchemaViolation, ToolCallError, UnknownTool
 from ._anomaly import Anomaly
+from ._early import Node, compile_node
 from ._schema_grammar import InputFormat, read_format
 from ._schema_quick import Check, compile_quick
 
@@ -35,7 +36,7 @@ def _as_mapping(tool: Any) -> Mapping[str, Any] | None:
 class ToolSchemas:
     """The tools of one request, by name, with their parameter schemas."""
 
-    __slots__ = ("_custom", "_formats", "_schemas", "_strict", "_validators")
+    __slots__ = ("_custom", "_early", "_formats", "_schemas", "_strict", "_validators")
 
     def __init__(self, tools: Iterable[Any]) -> None:
         self._schemas: dict[str, Mapping[str, Any] | None] = {}
@@ -44,6 +45,7 @@ class ToolSchemas:
         self._custom: dict[str, Any] = {}
         """The custom tools' ``format`` values, by name (read into ``_formats`` on first use)."""
         self._formats: dict[str, InputFormat] = {}
+        self._early: dict[str, Node | None] = {}
         for tool in tools:
             spec = _as_mapping(tool)
             if spec is None:
@@ -88,6 +90,21 @@ class ToolSchemas:
         return UnknownTool(
             f"the model called {name!r}, which the request did not offer (offered: {offered})", raw=raw
         )
+
+    def unknown(self, name: str, raw: str) -> UnknownTool | None:
+        """The error for a call to a tool the request did not offer, else None."""
+        return self._unknown(name, raw) if name not in self._schemas else None
+
+    def early_node(self, name: str) -> Node | None:
+        """What is certain about the named tool's schema while a call streams (``_early.py``);
+        None when nothing is (a custom tool's input is text: nothing). Compiled once per tool."""
+        if name in self._early:
+            return self._early[name]
+        schema = self._schemas.get(name)
+        node = compile_node(schema) if schema is not None and name not in self._custom else None
+        if len(self._early) < 1024:
+            self._early[name] = node
+        return node
 
     def is_custom(self, name: str) -> bool:
         """True when the request offered ``name`` as a custom tool (its input is text)."""

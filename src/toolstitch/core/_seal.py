@@ -29,6 +29,7 @@ from ..errors import ContractViolation, InternalFault, MalformedArguments, ToolC
 from ._anomaly import Anomaly, AnomalyCode
 from ._call import CallOwner, ToolCall
 from ._clock import now
+from ._early import Node
 from ._limits import Limits
 from ._schema import ToolSchemas, _as_mapping
 
@@ -154,15 +155,39 @@ class CallChecks:
             return schemas.check(call.name, parsed, call.arguments)
         return None
 
-    def _contract(self, call: ToolCall, first: bool) -> str | None:
+    def early(self, name: str | None, raw: str) -> tuple[ToolCallError | None, Node | None]:
+        """While a call streams, once its name is fixed: the request's certain verdict on the name
+        (a tool it did not offer, or one its ``tool_choice`` rules out), else None and what is
+        certain about the tool's schema (``_early.py``; None when nothing is). The same decisions
+        as :meth:`verdict`, asked early: the early verdict is the one the seal would give."""
+        if name is None:
+            return None, None
+        violation = self._name_violation(name)
+        if violation is not None:
+            return ContractViolation(violation, raw=raw), None
+        schemas = self.schemas
+        if schemas is None:
+            return None, None
+        unknown = schemas.unknown(name, raw)
+        if unknown is not None:
+            return unknown, None
+        return None, schemas.early_node(name)
+
+    def _name_violation(self, name: str | None) -> str | None:
         mode = self._mode
         if mode == "none":
-            return f'the request said tool_choice="none", yet the model called {call.name!r}'
+            return f'the request said tool_choice="none", yet the model called {name!r}'
         allowed = self._allowed
-        if allowed is not None and call.name not in allowed:
+        if allowed is not None and name not in allowed:
             wanted = ", ".join(sorted(allowed)) or "no readable name"
             what = "forced" if mode == "forced" else "allowed by tool_choice"
-            return f"the model called {call.name!r}; the request {what}: {wanted}"
+            return f"the model called {name!r}; the request {what}: {wanted}"
+        return None
+
+    def _contract(self, call: ToolCall, first: bool) -> str | None:
+        violation = self._name_violation(call.name)
+        if violation is not None:
+            return violation
         if self._single and not first:
             return "the request said parallel_tool_calls=False, and this is not the first call of its choice"
         return None

@@ -99,7 +99,6 @@ class CallStore:
         clock: Callable[[], float] | None,
     ) -> None:
         self.limits = limits
-        self._checks = checks
         self._choices: dict[int, ChoiceState] = {}
         self.anomalies: list[Anomaly] = []
         """Every anomaly of the stream, once per (code, choice, call)."""
@@ -107,6 +106,7 @@ class CallStore:
         self._clock = now if clock is None else clock
         self._owner = CallOwner(limits, self._clock)
         """The one writer of this stream's calls (``_call.py``)."""
+        self._checks = checks
         self.metrics = StreamMetrics(self._clock() if started_at is None else started_at)
         self.ended = False
         self.error: BaseException | None = None
@@ -132,6 +132,16 @@ class CallStore:
         """True while an input is being read: a ``feed`` or ``end`` from inside it is refused."""
         self._t: float | None = None
         """The current input's time, read from the clock once, when first needed (:meth:`_now`)."""
+
+    @property
+    def _checks(self) -> CallChecks:
+        """The request's checks: the owner holds them, since it also asks them while calls stream
+        (the verdicts that are certain early, ``_early.py``)."""
+        return self._owner.checks  # type: ignore[return-value]
+
+    @_checks.setter
+    def _checks(self, checks: CallChecks) -> None:
+        self._owner.checks = checks
 
     @property
     def check_options(self) -> dict[str, Any]:
@@ -453,12 +463,12 @@ class CallStore:
             if call.status != "open":
                 continue
             notes: list[Anomaly] = []
-            owner.seal(call, t, checks, call is first, notes)
+            news = owner.seal(call, t, checks, call is first, notes)
             for note in notes:
                 self._record(note, call, events)
             if call.ready:
                 events.append(ToolCallReady(call))
-            elif call.error is not None:
+            elif call.error is not None and news:
                 events.append(ToolCallInvalid(call, call.error))
 
     def _decide(self, state: ChoiceState, first: bool) -> None:

@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, overload
 
-from ..core import Accumulator, CallChecks, Limits, ResponseAccumulator, ToolCall, requested_choice
+from ..core import Accumulator, CallChecks, Limits, ResponseAccumulator, requested_choice
 from ._plain import is_sentinel
 
 __all__ = ["CONTRACT_FIELDS", "Contract", "given_contract", "read_contract"]
@@ -133,7 +133,7 @@ class _RefuseEvery(CallChecks):
             "it: every call is refused"
         )
 
-    def _contract(self, call: ToolCall, first: bool) -> str | None:
+    def _name_violation(self, name: str | None) -> str | None:
         return self._why
 
 
