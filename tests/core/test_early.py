@@ -199,7 +199,7 @@ def test_a_draft_3_schema_is_not_read_early() -> None:
     assert refused_at is None
 
 
-def test_a_call_refused_early_whose_stream_ends_stays_refused() -> None:
+def test_a_call_refused_early_whose_stream_ends_is_incomplete_never_ready() -> None:
     acc = ts.Accumulator(tools=tools())
     head = {
         "index": 0,
@@ -209,9 +209,9 @@ def test_a_call_refused_early_whose_stream_ends_stays_refused() -> None:
     }
     [invalid] = [e for e in acc.feed(chunk({"tool_calls": [head]})) if isinstance(e, ToolCallInvalid)]
     assert acc.tool_calls[0].error is invalid.error
-    acc.end()  # the stream was closed (fail_fast), or broke
+    acc.end()  # the stream was closed (fail_fast), or broke: what it leaves is incomplete
     call = acc.tool_calls[0]
-    assert call.status == "invalid" and call.error is invalid.error
+    assert call.status == "incomplete" and not call.ready
 
 
 def test_without_events_nothing_is_refused_early_and_the_verdict_is_the_same() -> None:

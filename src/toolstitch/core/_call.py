@@ -32,7 +32,8 @@ The table (:data:`TRANSITIONS`; ``stated`` shows as ``status == "open"``)::
 * **verdict**: the text so far can no longer become valid for the call's tool (``_early.py``:
   only certain verdicts, asked while events are read). The call is refused at once
   (``ToolCallInvalid`` now, ``error`` set) and can never be ``ready``; it keeps its text as it
-  arrives and is sealed ``invalid`` (the seal's error, with every reason, replaces the first).
+  arrives and is sealed ``invalid`` (the seal's error, with every reason, replaces the first), or
+  left ``incomplete`` like any open call when the input ends first.
 * **finish**: the choice (or response) finished: parse once, strictly, check against the request
   (``_seal.CallChecks``), then ``ready`` or ``invalid``.
 * **limit**, **fault**: a bound was exceeded, or toolstitch or the wire failed on something that
@@ -1217,12 +1218,9 @@ def _fault_ignored(
 
 
 def _end(owner: CallOwner, call: ToolCall, reason: str, t: float | None) -> bool:
-    """open/stated + end: ``incomplete``; the text is kept as it arrived. A call refused while it
-    streamed stays refused: ``invalid``, with its early verdict (it was certain)."""
+    """open/stated + end: ``incomplete``; the text is kept as it arrived. So is a call refused
+    while it streamed (its verdict was announced then): what a cut stream leaves is incomplete."""
     call._metrics.sealed_at = call._clock() if t is None else t
-    if call._early is _REFUSED and call._error is not None:
-        _move(call, INVALID)
-        return True
     call._error = CallIncomplete(f"{reason}; the arguments may be truncated", raw=call.arguments)
     _move(call, INCOMPLETE)
     return True
