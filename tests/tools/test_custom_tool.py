@@ -130,3 +130,8 @@ def test_the_executor_runs_a_ready_custom_call_and_the_gate_rechecks_the_grammar
     first, second = Toolbox([query]).execute([good, bad])
     assert first.ok and first.content == "rows for call_1"
     assert not second.ok and second.reason == "invalid_arguments" and "regex grammar" in second.content
+    outputs = ts.function_call_outputs([first, second])
+    assert [(o["type"], o["call_id"]) for o in outputs] == [
+        ("custom_tool_call_output", "call_1"),
+        ("custom_tool_call_output", "call_2"),
+    ]

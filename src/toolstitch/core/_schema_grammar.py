@@ -37,15 +37,19 @@ from typing import Any
 from ..errors import SchemaViolation, ToolCallError
 from ._anomaly import Anomaly, AnomalyCode
 
-__all__ = ["MAX_PATTERN", "MAX_PROGRAM", "MAX_STEPS", "InputFormat", "read_format"]
+__all__ = ["MAX_PATTERN", "MAX_PROGRAM", "MAX_STATES", "MAX_STEPS", "InputFormat", "read_format"]
 
 MAX_PATTERN = 20_000
 """Characters of a regex ``definition`` beyond which it is not checked (the call is refused)."""
 MAX_PROGRAM = 20_000
 """NFA instructions a pattern may become (``a{1000}{1000}`` would be a million): beyond, unchecked."""
 MAX_STEPS = 2_000_000
-"""NFA steps (states visited, summed over the input) one check may take: a bound on its time,
-whatever the pattern and the input; beyond, unchecked."""
+"""NFA steps (states visited and characters tested, summed over the input, a remembered step
+excluded) one check may take: a bound on its time, whatever the pattern and the input; beyond,
+unchecked."""
+MAX_STATES = 20_000
+"""Sets of NFA states one check may remember (the DFA it builds as it reads): a bound on its
+memory; beyond, unchecked."""
 
 try:  # Python 3.11 and newer
     from re import _compiler as _sre_compile  # type: ignore[attr-defined]
@@ -78,7 +82,7 @@ class _Unchecked(Exception):
 class _Program:
     """A pattern compiled to a Thompson NFA: each instruction's opcode, test and successors."""
 
-    __slots__ = ("alt", "arg", "nxt", "op", "tests")
+    __slots__ = ("alt", "anchors", "arg", "nxt", "op", "tests")
 
     def __init__(self) -> None:
         self.op: list[int] = []
@@ -87,6 +91,8 @@ class _Program:
         self.alt: list[int] = []
         self.tests: list[Any] = []
         """Compiled one-atom ``re`` patterns, by test index."""
+        self.anchors: list[int] = []
+        """The test indices of the anchors (``^``, ``$``, ``\\b`` ...), each once."""
 
     def emit(self, op: int, arg: int = -1, nxt: int = -1, alt: int = -1) -> int:
         if len(self.op) >= MAX_PROGRAM:
@@ -151,7 +157,10 @@ class _Builder:
             i = p.emit(_CHAR, self.test(item, flags))
             return i, [i]
         if name == "AT":
-            i = p.emit(_ASSERT, self.test(item, flags))
+            test = self.test(item, flags)
+            if test not in p.anchors:
+                p.anchors.append(test)
+            i = p.emit(_ASSERT, test)
             return i, [i]
         if name == "BRANCH":
             branches = av[1]
@@ -241,16 +250,28 @@ def _compile(pattern: str) -> _Program:
 
 def _full_match(program: _Program, text: str) -> bool:
     """Does the NFA match the whole of ``text``? Every state is followed at once (linear in the
-    text); raises :class:`_Unchecked` past :data:`MAX_STEPS`."""
+    text), and each set of states met is remembered with where each character leads from it (a
+    DFA built as the input needs it), so a long input costs about one dictionary lookup per
+    character. The anchors' verdicts at a position are part of what a step depends on. Raises
+    :class:`_Unchecked` past :data:`MAX_STEPS` (work done, cache hits excluded) or
+    :data:`MAX_STATES` sets of states."""
     op, arg, nxt, alt, tests = program.op, program.arg, program.nxt, program.alt, program.tests
-    entry = arg[-1]
+    anchors = program.anchors
+    slot = {test: k for k, test in enumerate(anchors)}
     steps = 0
-    char_cache: dict[tuple[int, str], bool] = {}
+    ids: dict[frozenset[int], int] = {}
+    accepting: list[bool] = []
+    consuming: list[tuple[int, ...]] = []
+    moves: dict[tuple[int, str, tuple[bool, ...]], int] = {}
+    verdicts: dict[tuple[int, str], bool] = {}
 
-    def closure(starts: list[int], pos: int) -> list[int]:
+    def context(pos: int) -> tuple[bool, ...]:
+        return tuple(tests[t].match(text, pos) is not None for t in anchors)  # read in the whole text
+
+    def closure(starts: list[int], ctx: tuple[bool, ...]) -> int:
+        """The id of the set of states ``starts`` lead to without reading a character (-1: none)."""
         nonlocal steps
         seen: set[int] = set()
-        out: list[int] = []
         stack = list(reversed(starts))
         while stack:
             pc = stack.pop()
@@ -259,35 +280,47 @@ def _full_match(program: _Program, text: str) -> bool:
             seen.add(pc)
             steps += 1
             code = op[pc]
-            if code in (_CHAR, _MATCH):
-                out.append(pc)
-            elif code == _JMP:
+            if code == _JMP:
                 stack.append(nxt[pc])
             elif code == _SPLIT:
                 stack.append(alt[pc])
                 stack.append(nxt[pc])
-            elif tests[arg[pc]].match(text, pos) is not None:  # an anchor, read in the whole text
+            elif code == _ASSERT and ctx[slot[arg[pc]]]:
                 stack.append(nxt[pc])
         if steps > MAX_STEPS:
             raise _Unchecked(f"checking the input took more than {MAX_STEPS} steps")
-        return out
+        kept = frozenset(pc for pc in seen if op[pc] in (_CHAR, _MATCH))
+        if not kept:
+            return -1
+        found = ids.get(kept)
+        if found is None:
+            if len(accepting) >= MAX_STATES:
+                raise _Unchecked(f"checking the input needed more than {MAX_STATES} sets of states")
+            found = ids[kept] = len(accepting)
+            accepting.append(any(op[pc] == _MATCH for pc in kept))
+            consuming.append(tuple(sorted(pc for pc in kept if op[pc] == _CHAR)))
+        return found
 
-    current = closure([entry], 0)
+    state = closure([arg[-1]], context(0) if anchors else ())
     for pos, ch in enumerate(text):
-        moved: list[int] = []
-        for pc in current:
-            if op[pc] != _CHAR:
-                continue
-            key = (arg[pc], ch)
-            ok = char_cache.get(key)
-            if ok is None:
-                ok = char_cache[key] = tests[arg[pc]].fullmatch(ch) is not None
-            if ok:
-                moved.append(nxt[pc])
-        if not moved:
+        if state < 0:
             return False
-        current = closure(moved, pos + 1)
-    return any(op[pc] == _MATCH for pc in current)
+        ctx = context(pos + 1) if anchors else ()
+        key = (state, ch, ctx)
+        after = moves.get(key)
+        if after is None:
+            moved: list[int] = []
+            for pc in consuming[state]:
+                test = (arg[pc], ch)
+                ok = verdicts.get(test)
+                if ok is None:
+                    ok = verdicts[test] = tests[arg[pc]].fullmatch(ch) is not None
+                if ok:
+                    moved.append(nxt[pc])
+            steps += len(consuming[state])
+            after = moves[key] = closure(moved, ctx) if moved else -1
+        state = after
+    return state >= 0 and accepting[state]
 
 
 class InputFormat:
