@@ -9,6 +9,7 @@ that are certain are given before the choice finishes.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from typing import Any
 
@@ -244,6 +245,10 @@ def test_a_call_refused_early_keeps_every_byte_counted_against_its_limits() -> N
     assert call.metrics.bytes == len('{"budget": "') + 200
 
 
+@pytest.mark.skipif(
+    importlib.util.find_spec("openai.types.responses") is None,
+    reason="this openai release has no Responses API",
+)
 def test_the_responses_api_refuses_early_through_the_same_owner() -> None:
     acc = ts.ResponseAccumulator(tools=[{"type": "function", "name": "search", "parameters": SEARCH}])
     item = {
