@@ -198,3 +198,38 @@ def test_a_wrapped_stream_refuses_a_custom_call_to_a_tool_nobody_offered(server:
             pass
     (call,) = stream.tool_calls
     assert call.status == "invalid" and isinstance(call.error, ts.errors.UnknownTool)
+
+
+def test_a_recorded_custom_stream_replays_with_the_same_verdicts(server: LocalServer, tmp_path: Any) -> None:
+    tools = [{"type": "custom", "name": "query", "format": SQL}]
+    calls = [("call_1", "query", "SELECT id FROM users;"), ("call_2", "query", "DROP TABLE users;")]
+    server.enqueue(StreamScript.responses(response_events(calls, custom=True)))
+    stream = ts.wrap(server.client(), record=tmp_path).responses.create(
+        model="m", input="x", tools=tools, stream=True
+    )
+    live = [(c.id, c.type, c.status) for c in stream.until_done().tool_calls]
+    assert live == [("call_1", "custom", "ready"), ("call_2", "custom", "invalid")]
+    [path] = tmp_path.glob("*.jsonl")
+    replayed = ts.replay(path)
+    assert [(c.id, c.type, c.status) for c in replayed.calls()] == live
+    assert replayed.calls()[0].parsed == "SELECT id FROM users;"
+
+
+def test_calls_of_a_response_that_was_not_streamed_reads_its_custom_calls(server: LocalServer) -> None:
+    calls = [("call_1", "query", "SELECT id FROM users;"), ("call_2", "query", "DROP TABLE users;")]
+    server.enqueue(StreamScript.responses(response_events(calls, custom=True)))
+    response = server.client().responses.create(model="m", input="x")
+    tools = [{"type": "custom", "name": "query", "format": SQL}]
+    assert [(c.id, c.type, c.status) for c in ts.calls_of(response, tools=tools)] == [
+        ("call_1", "custom", "ready"),
+        ("call_2", "custom", "invalid"),
+    ]
+
+
+def test_the_guard_refuses_a_response_whose_custom_call_is_not_ready(server: LocalServer) -> None:
+    server.enqueue(StreamScript.responses(response_events([("call_1", "query", "DROP x;")], custom=True)))
+    client = ts.wrap(server.client(), guard=True)
+    tools = [{"type": "custom", "name": "query", "format": SQL}]
+    stream = client.responses.create(model="m", input="x", tools=tools, stream=True)
+    with pytest.raises(ts.errors.UnsafeToolCallError):
+        stream.until_done()
