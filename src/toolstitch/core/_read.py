@@ -239,6 +239,8 @@ _CHOICE = Shape(
 _DELTA = Shape(DELTA_KEYS, ("tool_calls", "content", "role", "refusal", "function_call"))
 _ENTRY = Shape(TOOL_CALL_KEYS, ("index", "id", "type", "function"))
 _FUNCTION = Shape(FUNCTION_KEYS, ("name", "arguments"))
+_SDK_READ: Any = (None, None, None)
+"""An SDK object read straight from its ``__dict__`` (its values already taken): no unknown fields."""
 
 
 def _read_delta_rest(
@@ -332,18 +334,20 @@ def read_fragment(
 ) -> ToolCall | None:
     """One ``delta.tool_calls`` entry: clean its values, find its call, write what it carries.
     Returns the call it reached (None when it opened none)."""
-    read: Any
+    read: Any = _SDK_READ
+    extra: dict[str, Any] | None = None
     if type(entry) is _SdkEntry and not entry.__pydantic_extra__:
         try:
-            read = None, None, _ENTRY.take(entry.__dict__)
+            index, fid, ftype, function = _ENTRY.take(entry.__dict__)
         except KeyError:  # a declared field missing from __dict__ (model_construct)
             read = read_object(entry, _ENTRY)
     else:
         read = read_object(entry, _ENTRY)
-    if read is None:
-        acc._damaged(state, "a tool call entry is not an object", entry, events)
-        return None
-    _, extra, (index, fid, ftype, function) = read
+    if read is not _SDK_READ:
+        if read is None:
+            acc._damaged(state, "a tool call entry is not an object", entry, events)
+            return None
+        _, extra, (index, fid, ftype, function) = read
     notes: list[Anomaly] = []
     unreadable: str | None = None
     if index is not None and (type(index) is not int or not 0 <= index < MAX_INDEX):
@@ -359,9 +363,10 @@ def read_fragment(
     name = arguments = None
     replace = False
     if function is not None:
+        read = _SDK_READ
         if type(function) is _SdkFunction and not function.__pydantic_extra__:
             try:
-                read = None, None, _FUNCTION.take(function.__dict__)
+                name, arguments = _FUNCTION.take(function.__dict__)
             except KeyError:  # a declared field missing from __dict__ (model_construct)
                 read = read_object(function, _FUNCTION)
         else:
@@ -370,7 +375,8 @@ def read_fragment(
             notes.append(Anomaly(AnomalyCode.MALFORMED_CHUNK, "function is not an object", raw=entry))
             unreadable = "its function is not an object"
         else:
-            name, arguments = read[2]
+            if read is not _SDK_READ:
+                name, arguments = read[2]
             if name is not None:
                 name, why = clean_str(name, "name", notes, entry)
                 unreadable = unreadable or why
@@ -397,10 +403,11 @@ def read_fragment(
         extra = None
     text: str | None = None
     replace_all = False
+    is_open = call.status == "open"
     if arguments:
         # The text to add: as sent, unless a cumulative resend, a replacement, a further value or
         # a sealed call makes it something else (``_route.argument_text``).
-        if call.status != "open" or replace or flags or table.chains:
+        if not is_open or replace or flags or table.chains:
             text, replace_all = argument_text(
                 table, call, arguments, replace, bool(flags & FURTHER), entry, notes
             )
@@ -453,7 +460,7 @@ def read_fragment(
             table.by_id.setdefault(fid, call)
         for note in notes:
             acc._record(note, call, events)
-    elif text is not None and call.status == "open":
+    elif text is not None and is_open:
         owner.text(call, text, notes, events, want)  # the common case: a plain continuation
         if notes:
             for note in notes:
