@@ -157,17 +157,19 @@ def read_chunk(acc: Accumulator, chunk: Any, events: list[Event], want: bool) ->
         return
     seen: set[int] | None = set() if len(choices) > 1 else None
     for raw in choices:
+        read = _SDK_READ
         if type(raw) is _SdkChoice and not raw.__pydantic_extra__:
             try:
-                read = None, None, _CHOICE.take(raw.__dict__)
+                index, delta, finish, logprobs = _CHOICE.take(raw.__dict__)
             except KeyError:  # a declared field missing from __dict__ (model_construct)
                 read = read_object(raw, _CHOICE)
         else:
             read = read_object(raw, _CHOICE)
-        if read is None:
-            acc._damaged(None, "a choice is not an object", raw, events)
-            continue
-        index, delta, finish, logprobs = read[2]
+        if read is not _SDK_READ:
+            if read is None:
+                acc._damaged(None, "a choice is not an object", raw, events)
+                continue
+            index, delta, finish, logprobs = read[2]
         if type(index) is not int or not 0 <= index < MAX_INDEX:
             index = _choice_index(acc, index, raw, events)
             if index is None:
@@ -187,9 +189,10 @@ def read_chunk(acc: Accumulator, chunk: Any, events: list[Event], want: bool) ->
         sealing: list[ToolCall] | None = None
         try:
             if delta is not None:
+                read = _SDK_READ
                 if type(delta) is _SdkDelta and not delta.__pydantic_extra__:
                     try:
-                        read = None, None, _DELTA.take(delta.__dict__)
+                        tool_calls, content, role, refusal, function_call = _DELTA.take(delta.__dict__)
                     except KeyError:  # a declared field missing from __dict__ (model_construct)
                         read = read_object(delta, _DELTA)
                 else:
@@ -197,7 +200,8 @@ def read_chunk(acc: Accumulator, chunk: Any, events: list[Event], want: bool) ->
                 if read is None:
                     acc._damaged(state, "delta is not an object", delta, events)
                 else:
-                    tool_calls, content, role, refusal, function_call = read[2]
+                    if read is not _SDK_READ:
+                        tool_calls, content, role, refusal, function_call = read[2]
                     if content is not None:
                         if type(content) is str:
                             if content:
