@@ -596,3 +596,21 @@ def test_the_sdks_objects_are_held_to_the_same_statements(where: str) -> None:
     acc, _ = run(sdk(events))
     call = only(acc)
     assert call.status == "invalid" and call.arguments == INPUT
+
+
+def test_an_input_announced_with_its_item_is_its_first_piece_and_held_to_the_statements() -> None:
+    events = copy.deepcopy(stream())
+    find(events, "response.output_item.added")["item"]["input"] = "TODO"
+    acc, _ = run(events)
+    assert only(acc).status == "invalid"  # "TODO" + the deltas is not what .done states
+    events = [e for e in copy.deepcopy(stream()) if e["type"] != "response.custom_tool_call_input.delta"]
+    find(events, "response.output_item.added")["item"]["input"] = INPUT
+    acc, _ = run(events)
+    assert (only(acc).status, only(acc).parsed) == ("ready", INPUT)
+
+
+def test_a_delta_naming_another_output_index_refuses_the_call() -> None:
+    events = stream()
+    at = events.index(find(events, "response.custom_tool_call_input.delta"))
+    acc, _ = run([*events[:at], {**events[at], "output_index": 7}, *events[at + 1 :]])
+    assert only(acc).status == "invalid"
