@@ -685,7 +685,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     else:
         print("  (this openai has no openai.lib.responses_tool_runner)")
     without, with_, never, scripted = fail_fast_turn(args.repeat)
-    print("fail-fast turn (the first call goes wrong at its 2nd fragment of 153; the second attempt is right)")
+    print(
+        "fail-fast turn (the first call goes wrong at its 2nd fragment of 153; the second attempt is right)"
+    )
     print(f"  {'ts.run, without fail_fast':<60} {without * 1000:7.0f} ms")
     print(f"  {'ts.run(fail_fast=True)':<60} {with_ * 1000:7.0f} ms  {with_ / without:12.3f}x")
     print(f"  chunks never generated: {never} of {scripted} of the broken stream")
