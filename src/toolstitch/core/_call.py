@@ -821,7 +821,7 @@ def _start_early(owner: CallOwner, call: ToolCall, chars: int, events: list[Even
     if error is not None:
         owner.verdict(call, error, events)
         return _REFUSED
-    if node is None:
+    if node is None or call._type == CUSTOM:  # a custom tool's input is text, not JSON
         return _NO_EARLY
     return EarlyCheck(node)
 
