@@ -45,7 +45,9 @@ def turn(server: LocalServer) -> ts.RunResult:
     calls = [("c1", "search", '{"city": "Rome"}'), ("c2", "book", '{"city": "Rome"}')]
     again = [("c3", "search", '{"city": "Rome"}')]
     server.enqueue(
-        StreamScript(tool_call_chunks(calls, interleave=False, pieces=4), delay=0.002),
+        # 25 ms a chunk: the eager search starts as soon as its arguments are complete, and the
+        # book call's chunks after it leave a loaded machine well over 100 ms to start it.
+        StreamScript(tool_call_chunks(calls, interleave=False, pieces=4), delay=0.025),
         StreamScript(tool_call_chunks(again)),
         text_reply("Booked in Rome."),
     )
