@@ -190,6 +190,15 @@ def test_no_early_verdict_where_the_call_can_still_be_valid(schema: dict[str, An
         assert call.status == "ready", call.error
 
 
+def test_a_long_enum_is_held_to_its_members_when_the_string_closes() -> None:
+    members = [f"value-{i}" for i in range(5000)]
+    schema = {"type": "object", "properties": {"v": {"enum": members}}}
+    _, refused_at, _ = stream(['{"v": "zz', 'z", "w": 1}'], tools(schema))
+    assert refused_at == 1  # not at "zz" (no prefix check over 5,000 members), at the close
+    call, refused_at, _ = stream(cut('{"v": "value-4999"}', 2), tools(schema))
+    assert refused_at is None and call.status == "ready"
+
+
 def test_a_draft_3_schema_is_not_read_early() -> None:
     schema = {
         "$schema": "http://json-schema.org/draft-03/schema#",

@@ -35,6 +35,9 @@ from typing import Any
 
 __all__ = ["EarlyCheck", "Node", "compile_node"]
 
+_PREFIX_MEMBERS = 256
+"""Members of an ``enum`` beyond which a string is checked only when it closes (each prefix check
+reads every member)."""
 MAX_DEPTH = 64
 """Containers deep beyond which a call is no longer checked early (the seal checks it whole)."""
 
@@ -396,7 +399,12 @@ class EarlyCheck:
 
     def _over_limit(self) -> str | None:
         """The tracked string grew past any allowed value: decided now (a key: unknown)."""
-        if self._tracking and sum(len(p) for p in self._buffer) > self._limit:
+        if not self._tracking:
+            return None
+        buffer = self._buffer
+        if len(buffer) > 8:  # kept short, so that the sum below stays cheap however it is cut
+            buffer[:] = ["".join(buffer)]
+        if sum(len(p) for p in buffer) > self._limit:
             return self._decide_string(None)
         return None
 
@@ -404,8 +412,8 @@ class EarlyCheck:
         """An ``enum`` string so far that no member starts with (read only while it holds no
         escape: its text is then its value)."""
         node = self._string_node
-        if not self._tracking or node is None or node.strings is None:
-            return None
+        if not self._tracking or node is None or node.strings is None or len(node.strings) > _PREFIX_MEMBERS:
+            return None  # a long enum is held to its members when the string closes (one lookup)
         so_far = "".join(self._buffer)
         self._buffer = [so_far]
         if "\\" in so_far or any(s.startswith(so_far) for s in node.strings):
