@@ -293,9 +293,6 @@ class EarlyCheck:
             frame = frames[-1] if frames else None
             expect = _VALUE if frame is None else frame.expect
             if expect == _VALUE:
-                if frame is None and self._root is None:
-                    self.done = True
-                    return None
                 reason = self._value(c, frame)
                 if reason is not None:
                     return self._verdict(reason)
