@@ -3,8 +3,9 @@
 Hypothesis writes bodies from the pieces that matter (every field name with and without its space,
 the three line ends, comments, NUL in an id, ``retry`` values ``int()`` reads oddly, UTF-8 that is
 invalid or cut, separators that ``str.splitlines`` would split on) and cuts them into reads at
-random places; both decoders, sync and async, must produce identical event lists and then the same
-exception (type and message), if any.
+random places; both decoders, sync and async, must produce identical event lists (instances of the
+SDK's ``ServerSentEvent``, with the same fields and the same ``json()``, value or error) and then
+the same exception (type and message), if any.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from openai._streaming import ServerSentEvent
 from openai._streaming import SSEDecoder as SDKDecoder
 
 from tests.conftest import examples
@@ -50,11 +52,22 @@ def _cut(body: bytes, points: list[int]) -> list[bytes]:
     return [body[a:b] for a, b in itertools.pairwise(bounds)]
 
 
+def _parsed(sse: Any) -> Any:
+    try:
+        return ("value", repr(sse.json()))
+    except Exception as exc:
+        return (type(exc), str(exc))
+
+
+def _seen(sse: Any) -> tuple[Any, ...]:
+    return (isinstance(sse, ServerSentEvent), sse.event, sse.data, sse.id, sse.retry, repr(sse), _parsed(sse))
+
+
 def _run(decode: Callable[[Iterator[bytes]], Iterable[Any]], reads: list[bytes]) -> list[Any]:
     out: list[Any] = []
     try:
         for sse in decode(iter(reads)):
-            out.append((type(sse), sse.event, sse.data, sse.id, sse.retry))
+            out.append(_seen(sse))
     except Exception as exc:
         out.append((type(exc), str(exc)))
     return out
@@ -69,7 +82,7 @@ def _arun(decoder: Any, reads: list[bytes]) -> list[Any]:
         out: list[Any] = []
         try:
             async for sse in decoder.aiter_bytes(source()):
-                out.append((type(sse), sse.event, sse.data, sse.id, sse.retry))
+                out.append(_seen(sse))
         except Exception as exc:
             out.append((type(exc), str(exc)))
         return out

@@ -45,7 +45,9 @@ one behaves differently, keeps the SDK's own decoding for that stream or for goo
   that overrides it is left alone) and ``client._strict_response_validation`` (off, as by default);
 * ``openai.Stream`` / ``AsyncStream``: ``_client``, ``_cast_to`` (must be ``ChatCompletionChunk``,
   or ``ResponseStreamEvent`` for a Responses stream, whose events :mod:`._fast_events` builds),
-  ``_decoder`` and ``__stream__`` (run as it is);
+  ``_decoder`` and ``__stream__`` (run as it is, except a sync Responses stream's: :mod:`._fast_stream`
+  runs its loop there, on a release where both loops agree on its sample bodies; ``_iterator`` and
+  ``_iter_events`` for that);
 * ``openai._streaming.SSEDecoder`` (the faster decoder in :mod:`._sse` is installed only where it
   decodes the sample bodies exactly as this class does).
 """
@@ -70,7 +72,7 @@ from openai import _streaming as sdk_streaming
 from openai.types.chat import ChatCompletionChunk
 
 from ..errors import FastDecodeWarning
-from . import _fast_events, _sse
+from . import _fast_events, _fast_stream, _sse
 
 __all__ = ["Decode", "build_chunk", "fast_decode_status", "install", "same_value", "stream_from_bytes"]
 
@@ -467,6 +469,71 @@ def _events_status(version: str) -> tuple[bool, str]:
     return False, f"openai {version}: its Responses events differ from the fast builder's"
 
 
+def _loop_outcome(reads: tuple[bytes, ...], loop: Callable[[Any], Iterator[Any]] | None) -> list[Any]:
+    """What iterating a Responses stream over ``reads`` gives with the SDK's loop (or ``loop``, such
+    as :func:`._fast_stream.iterate`): its events, then its error, how many reads it took and
+    whether its response ended closed."""
+    http = _http_module()
+    taken: list[bytes] = []
+
+    def body() -> Iterator[bytes]:
+        for read in reads:
+            taken.append(read)
+            yield read
+
+    request = http.Request("POST", "http://toolstitch.invalid/responses")
+    response = http.Response(200, content=body(), request=request)
+    stream = openai.Stream(cast_to=_fast_events.EVENT_TYPE, response=response, client=_BytesClient())  # type: ignore[arg-type]
+    if loop is not None:
+        stream._iterator = loop(stream)
+    out: list[Any] = []
+    try:
+        for event in stream:
+            out.append(event)
+    except Exception as exc:
+        out.append((type(exc), str(exc), getattr(exc, "body", None)))
+    out.append((len(taken), response.is_closed))
+    return out
+
+
+def _loop_agrees() -> bool:
+    """Whether :func:`._fast_stream.iterate` is this release's sync ``Stream.__stream__``: it reads
+    no name the module does not know, and both loops agree on every sample body."""
+    code = getattr(getattr(openai.Stream, "__stream__", None), "__code__", None)
+    if code is None or not set(code.co_names) <= _fast_stream.KNOWN_NAMES:
+        return False
+    return all(
+        same_value(_loop_outcome(reads, None), _loop_outcome(reads, _fast_stream.iterate))
+        for reads in _fast_stream.SAMPLE_BODIES
+    )
+
+
+@functools.cache
+def loop_status() -> bool:
+    """Whether sync Responses streams run :mod:`._fast_stream`'s loop (checked once, at first use)."""
+    with _responses_lock:
+        try:
+            return _fast_events.EVENT_TYPE is not None and _loop_agrees()
+        except Exception:  # a self-check that fails proves nothing: keep the SDK's loop
+            return False
+
+
+def _own_loop(sdk_stream: Any) -> bool:
+    """Whether ``sdk_stream`` (a Responses stream being switched to fast decoding) can run
+    :mod:`._fast_stream`'s loop: a sync ``openai.Stream`` whose class keeps the SDK's loop, whose
+    options ask for the plain loop and whose body nobody has read yet, on a release where the
+    loops agree."""
+    response = getattr(sdk_stream, "response", None)
+    return (
+        type(sdk_stream).__stream__ is openai.Stream.__stream__
+        and isinstance(sdk_stream, openai.Stream)
+        and _fast_stream.plain_options(getattr(sdk_stream, "_options", None))
+        and getattr(response, "is_stream_consumed", True) is False
+        and getattr(response, "is_closed", True) is False
+        and loop_status()
+    )
+
+
 @functools.cache
 def _warn_once(reason: str) -> None:
     warnings.warn(
@@ -513,6 +580,8 @@ def install(sdk_stream: Any) -> bool:
         sdk_streaming, "SSEDecoder", None
     ):
         sdk_stream._decoder = _sse.SSEDecoder()
+    if responses and _own_loop(sdk_stream):
+        sdk_stream._iterator = _fast_stream.iterate(sdk_stream)
     return True
 
 

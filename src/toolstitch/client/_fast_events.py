@@ -92,15 +92,21 @@ _validators: dict[str, Callable[[Any], Any]] = {}
 
 
 def _validator(kind: str) -> Callable[[Any], Any] | None:
-    """The lax validation of the member ``kind`` names (its ``model_validate``, one call shorter)."""
+    """The lax validation of the member ``kind`` names: its ``model_validate``, or once the model's
+    validator is built, that validator's ``validate_python`` (what ``model_validate`` calls), bound
+    once, one call shorter. A validator wrapped by a pydantic plugin is taken as it is, wrapper
+    and all, as ``model_validate`` takes it."""
     member = None if _MEMBERS is None else _MEMBERS.get(kind)
     if member is None:
         return None
     validate: Callable[[Any], Any] = member.model_validate
     with contextlib.suppress(Exception):
-        bound = member.__pydantic_validator__.validate_python  # builds a deferred validator
-        if isinstance(member.__pydantic_validator__, pydantic_core.SchemaValidator):
-            validate = bound
+        member.__pydantic_validator__.validate_python  # noqa: B018 (builds a deferred validator)
+        validator = member.__pydantic_validator__
+        if isinstance(validator, pydantic_core.SchemaValidator) or type(validator).__name__ == (
+            "PluggableSchemaValidator"
+        ):
+            validate = validator.validate_python
     _validators[kind] = validate
     return validate
 
