@@ -628,13 +628,20 @@ class CallOwner:
         ):
             events.append(ToolCallInvalid(call, call._error))
 
-    def text(self, call: ToolCall, text: str, notes: list[Anomaly], events: list[Event], want: bool) -> None:
-        """The hot transition: a plain continuation (no identity, not a resend) for ``call``."""
+    def append(
+        self, call: ToolCall, text: str, notes: list[Anomaly], events: list[Event], want: bool
+    ) -> bool:
+        """The hot transition: ``text`` (non-empty), a plain continuation the router found for an
+        open call whose text has begun. One dictionary hit (the call's row), then the append.
+        False, with nothing done, in any other state (the reader then hands the fragment to
+        :meth:`take`, which applies the row's own action)."""
+        if call._row[FRAGMENT] is not _append or not call._chars:
+            return False
         call._metrics.fragments += 1
-        before = call._error
-        call._row[FRAGMENT](self, call, text, False, None, notes, events, want)
-        if call._error is not before and call._error is not None and call._status == "invalid":
-            events.append(ToolCallInvalid(call, call._error))
+        _append(self, call, text, False, None, notes, events, want)
+        if call._phase is not OPEN:  # a limit refused it: whoever acts on events must hear it
+            events.append(ToolCallInvalid(call, call._error))  # type: ignore[arg-type]
+        return True
 
     def taint(self, call: ToolCall, error: ToolCallError) -> None:
         """Something about the open call cannot be trusted (an unreadable part of a fragment, its
@@ -771,43 +778,43 @@ def _append(
     chars = call._chars
     call._chars = chars + len(text)
     if want:
-        # Events are read: the scanner is asked where the JSON stands. When it is in step with the
-        # text (the usual case) it reads just this fragment, without joining anything.
+        # Events are read: the scanner is asked where the JSON stands, and the early check what
+        # the text can still become. Both read just this fragment when in step with the text.
         events.append(arguments_delta(call, text))
         scanner = call._scanner
         was_complete = scanner.complete
-        had_error = scanner.error is not None
         if scanner.offset == chars:
-            scanner.feed(text)
-            if scanner.complete and not was_complete:
-                metrics.arguments_complete_at = call._clock()
-        else:
+            if scanner.feed(text):
+                if scanner.complete and not was_complete:
+                    metrics.arguments_complete_at = call._clock()
+                    events.append(ArgumentsComplete(call))
+                if scanner.error is not None:
+                    events.append(ArgumentsMalformed(call, scanner.error, scanner.error_at))
+        else:  # text arrived while nobody read events: caught up from the joined text
+            had_error = scanner.error is not None
             call._scan()
-        if scanner.complete and not was_complete:
-            events.append(ArgumentsComplete(call))
-        if scanner.error is not None and not had_error:
-            events.append(ArgumentsMalformed(call, scanner.error, scanner.error_at))
+            if scanner.complete and not was_complete:
+                events.append(ArgumentsComplete(call))
+            if scanner.error is not None and not had_error:
+                events.append(ArgumentsMalformed(call, scanner.error, scanner.error_at))
         early = call._early
         if early is not _NO_EARLY and early is not _REFUSED:
             if early is None:
                 early = call._early = _start_early(owner, call, chars, events)
             if type(early) is EarlyCheck:
-                if early.offset != chars:  # text arrived while nobody read events: not in step
+                reason = early.feed(text, chars)
+                if reason is not None:
+                    owner.verdict(
+                        call,
+                        SchemaViolation(
+                            f"arguments can no longer match the schema of {call._name!r}: {reason}",
+                            raw=_keep_sample_text(call),
+                            errors=[reason],
+                        ),
+                        events,
+                    )
+                elif early.done:
                     call._early = _NO_EARLY
-                else:
-                    reason = early.feed(text)
-                    if reason is not None:
-                        owner.verdict(
-                            call,
-                            SchemaViolation(
-                                f"arguments can no longer match the schema of {call._name!r}: {reason}",
-                                raw=_keep_sample_text(call),
-                                errors=[reason],
-                            ),
-                            events,
-                        )
-                    elif early.done:
-                        call._early = _NO_EARLY
 
 
 def _start_early(owner: CallOwner, call: ToolCall, chars: int, events: list[Event]) -> object:

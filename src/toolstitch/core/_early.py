@@ -57,6 +57,7 @@ _UNSURE = ("$ref", "$dynamicRef", "$recursiveRef")
 # A run of string characters that cannot end the string: anything but a quote or a backslash, and
 # whole two-character escapes (``\\u`` digits are never a quote, so they need no special case).
 _IN_STRING = re.compile(r'(?:[^"\\]+|\\.)*', re.DOTALL)
+_IN_STRING_AT = _IN_STRING.match
 _LITERAL_END = re.compile(r"[\s,\]}]")
 _SPACE = frozenset(" \t\r\n")
 
@@ -227,20 +228,24 @@ class EarlyCheck:
         self.offset = 0
         """Characters fed so far (the owner feeds it only text that follows them)."""
 
-    def feed(self, text: str) -> str | None:
+    def feed(self, text: str, at: int) -> str | None:
+        """Read ``text``, which follows ``at`` characters of the call's text: the reason the call
+        can no longer be valid, or None. Text that does not follow what was read (some arrived
+        while nobody read events) ends the check: nothing more is said early."""
+        if self.offset != at:
+            self.done = True
+            return None
         self.offset += len(text)
         if self.done:
             return None
-        if (
-            self._in_string
-            and not self._tracking
-            and not self._escape
-            and '"' not in text
-            and not text.endswith("\\")
-        ):
-            # Inside a string nobody checks, text without a quote cannot end it (and escapes inside
-            # it are whole unless it ends with a backslash): the common case of a long argument.
-            return None
+        if self._in_string and not self._tracking:
+            # Inside a string nobody checks, plain characters and whole escapes cannot end it: the
+            # common case of a long argument, found by one match in C (an escape the last
+            # fragment cut is matched with its backslash put back).
+            body = "\\" + text if self._escape else text
+            if _IN_STRING_AT(body).end() == len(body):  # type: ignore[union-attr]  # matches ""
+                self._escape = False
+                return None
         try:
             return self._feed(text)
         except Exception:  # never a verdict from our own failure: stop checking, the seal decides

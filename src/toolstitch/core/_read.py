@@ -118,30 +118,31 @@ def read_chunk(acc: Accumulator, chunk: Any, events: list[Event], want: bool) ->
     ``error`` (the accumulator ends the input with it); every other problem is recorded, and
     refuses what it may have touched.
     """
-    read: Any
+    unknown: dict[str, Any] | None = None
     if type(chunk) is _SdkChunk and not chunk.__pydantic_extra__:
         fields = chunk.__dict__
         try:
-            read = fields, None, _CHUNK.take(fields)
+            usage, choices = _CHUNK.take(fields)
         except KeyError:  # a declared field missing from __dict__ (model_construct)
-            read = read_object(chunk, _CHUNK)
+            fields, unknown, (usage, choices) = read_object(chunk, _CHUNK)  # type: ignore[misc]
     else:
         read = read_object(chunk, _CHUNK)
-    if read is None:
-        # Whatever it carried cannot be told: any open call may have lost a fragment (rule 9).
-        acc._damaged(None, f"a chunk must be an object, got {type(chunk).__name__}", chunk, events)
-        return
-    fields, unknown, (usage, choices) = read
+        if read is None:
+            # Whatever it carried cannot be told: any open call may have lost a fragment (rule 9).
+            acc._damaged(None, f"a chunk must be an object, got {type(chunk).__name__}", chunk, events)
+            return
+        fields, unknown, (usage, choices) = read
     if unknown is not None:
         error = unknown.get("error")
         if error:
             # Like the SDK (``openai._streaming``): any truthy ``error`` is a failure, object or string.
             raise InBandError(error)
         acc._take_chunk_fields(unknown, events)
-    for key in acc._envelope_unset:  # the envelope fields not kept yet (none, once all are)
-        if fields.get(key) is not None:
-            acc._take_envelope(fields)
-            break
+    if acc._envelope_unset:  # the envelope fields not kept yet (none, once all are)
+        for key in acc._envelope_unset:
+            if fields.get(key) is not None:
+                acc._take_envelope(fields)
+                break
     if usage is not None:
         acc._take_usage(usage, events)
     if type(choices) is not list or not choices:
@@ -157,20 +158,18 @@ def read_chunk(acc: Accumulator, chunk: Any, events: list[Event], want: bool) ->
         return
     seen: set[int] | None = set() if len(choices) > 1 else None
     for raw in choices:
-        read = _SDK_READ
         if type(raw) is _SdkChoice and not raw.__pydantic_extra__:
             try:
                 index, delta, finish, logprobs = _CHOICE.take(raw.__dict__)
             except KeyError:  # a declared field missing from __dict__ (model_construct)
-                read = read_object(raw, _CHOICE)
+                index, delta, finish, logprobs = read_object(raw, _CHOICE)[2]  # type: ignore[index]
         else:
             read = read_object(raw, _CHOICE)
-        if read is not _SDK_READ:
             if read is None:
                 acc._damaged(None, "a choice is not an object", raw, events)
                 continue
             index, delta, finish, logprobs = read[2]
-        if type(index) is not int or not 0 <= index < MAX_INDEX:
+        if type(index) is not int or index < 0 or index >= MAX_INDEX:
             index = _choice_index(acc, index, raw, events)
             if index is None:
                 continue
@@ -189,27 +188,32 @@ def read_chunk(acc: Accumulator, chunk: Any, events: list[Event], want: bool) ->
         sealing: list[ToolCall] | None = None
         try:
             if delta is not None:
-                read = _SDK_READ
+                rest: dict[str, Any] | None = None
+                readable = True
                 if type(delta) is _SdkDelta and not delta.__pydantic_extra__:
                     try:
                         tool_calls, content, role, refusal, function_call = _DELTA.take(delta.__dict__)
                     except KeyError:  # a declared field missing from __dict__ (model_construct)
-                        read = read_object(delta, _DELTA)
+                        _, rest, (tool_calls, content, role, refusal, function_call) = read_object(  # type: ignore[misc]
+                            delta, _DELTA
+                        )
                 else:
                     read = read_object(delta, _DELTA)
-                if read is None:
+                    if read is None:
+                        readable = False
+                    else:
+                        _, rest, (tool_calls, content, role, refusal, function_call) = read
+                if not readable:
                     acc._damaged(state, "delta is not an object", delta, events)
                 else:
-                    if read is not _SDK_READ:
-                        tool_calls, content, role, refusal, function_call = read[2]
                     if content is not None:
                         if type(content) is str:
                             if content:
                                 acc._take_content(state, content, events, want)
                         else:
                             _skipped(acc, state, "content", content, events)
-                    if read[1] is not None or role is not None or refusal is not None:
-                        _read_delta_rest(acc, state, role, refusal, read[1], events)
+                    if rest is not None or role is not None or refusal is not None:
+                        _read_delta_rest(acc, state, role, refusal, rest, events)
                     if tool_calls:
                         if type(tool_calls) is list:
                             for entry in tool_calls:
@@ -243,8 +247,6 @@ _CHOICE = Shape(
 _DELTA = Shape(DELTA_KEYS, ("tool_calls", "content", "role", "refusal", "function_call"))
 _ENTRY = Shape(TOOL_CALL_KEYS, ("index", "id", "type", "function"))
 _FUNCTION = Shape(FUNCTION_KEYS, ("name", "arguments"))
-_SDK_READ: Any = (None, None, None)
-"""An SDK object read straight from its ``__dict__`` (its values already taken): no unknown fields."""
 
 
 def _read_delta_rest(
@@ -337,62 +339,84 @@ def read_fragment(
     acc: Accumulator, state: ChoiceState, entry: Any, events: list[Event], want: bool
 ) -> ToolCall | None:
     """One ``delta.tool_calls`` entry: clean its values, find its call, write what it carries.
-    Returns the call it reached (None when it opened none)."""
-    read: Any = _SDK_READ
+    Returns the call it reached (None when it opened none).
+
+    One path, with an early exit: a plain continuation (an index and argument text, nothing
+    else, that the router finds an open call for) is handed to the owner's hot transition
+    (:meth:`~._call.CallOwner.append`) as soon as it is routed; whatever that transition does not
+    take (a call not open, or not begun, a limit) goes on through the lines below it.
+    """
     extra: dict[str, Any] | None = None
     if type(entry) is _SdkEntry and not entry.__pydantic_extra__:
         try:
             index, fid, ftype, function = _ENTRY.take(entry.__dict__)
         except KeyError:  # a declared field missing from __dict__ (model_construct)
-            read = read_object(entry, _ENTRY)
+            index, fid, ftype, function = read_object(entry, _ENTRY)[2]  # type: ignore[index]
     else:
         read = read_object(entry, _ENTRY)
-    if read is not _SDK_READ:
         if read is None:
             acc._damaged(state, "a tool call entry is not an object", entry, events)
             return None
         _, extra, (index, fid, ftype, function) = read
     notes: list[Anomaly] = []
     unreadable: str | None = None
-    if index is not None and (type(index) is not int or not 0 <= index < MAX_INDEX):
-        index, why = read_index(index)
-        if why is not None:
-            notes.append(Anomaly(AnomalyCode.NON_INTEGER_INDEX, why, raw=entry))
-    if fid is not None:
-        fid, unreadable = clean_str(fid, "id", notes, entry)
-    if ftype is not None and (type(ftype) is not str or len(ftype) > MAX_LABEL):
-        notes.append(Anomaly(AnomalyCode.MALFORMED_CHUNK, f"type was {show(ftype)}", raw=entry))
-        ftype = None
-        unreadable = "its type could not be read"
     name = arguments = None
     replace = False
     if function is not None:
-        read = _SDK_READ
+        fextra: dict[str, Any] | None = None
         if type(function) is _SdkFunction and not function.__pydantic_extra__:
             try:
                 name, arguments = _FUNCTION.take(function.__dict__)
             except KeyError:  # a declared field missing from __dict__ (model_construct)
-                read = read_object(function, _FUNCTION)
+                name, arguments = read_object(function, _FUNCTION)[2]  # type: ignore[index]
         else:
             read = read_object(function, _FUNCTION)
-        if read is None:
-            notes.append(Anomaly(AnomalyCode.MALFORMED_CHUNK, "function is not an object", raw=entry))
-            unreadable = "its function is not an object"
-        else:
-            if read is not _SDK_READ:
-                name, arguments = read[2]
-            if name is not None:
-                name, why = clean_str(name, "name", notes, entry)
-                unreadable = unreadable or why
-            if arguments is not None and type(arguments) is not str:
-                arguments, replace, why = _odd_arguments(arguments, acc.limits.max_depth, notes, entry)
-                unreadable = unreadable or why
-            if read[1] is not None:
-                extra = {**extra, "function": read[1]} if extra else {"function": read[1]}
+            if read is None:
+                notes.append(Anomaly(AnomalyCode.MALFORMED_CHUNK, "function is not an object", raw=entry))
+                unreadable = "its function is not an object"
+            else:
+                _, fextra, (name, arguments) = read
+        if name is not None:
+            name, why = clean_str(name, "name", notes, entry)
+            unreadable = unreadable or why
+        if arguments is not None and type(arguments) is not str:
+            arguments, replace, why = _odd_arguments(arguments, acc.limits.max_depth, notes, entry)
+            unreadable = unreadable or why
+        if fextra is not None:
+            extra = {**extra, "function": fextra} if extra else {"function": fextra}
+    if index is not None and (type(index) is not int or index < 0 or index >= MAX_INDEX):
+        index, why = read_index(index)
+        if why is not None:
+            notes.append(Anomaly(AnomalyCode.NON_INTEGER_INDEX, why, raw=entry))
+    if fid is not None:
+        fid, why = clean_str(fid, "id", notes, entry)
+        unreadable = unreadable or why
+    if ftype is not None and (type(ftype) is not str or len(ftype) > MAX_LABEL):
+        notes.append(Anomaly(AnomalyCode.MALFORMED_CHUNK, f"type was {show(ftype)}", raw=entry))
+        ftype = None
+        unreadable = "its type could not be read"
     table = state.table
-    call, index, flags = resolve_call(
-        table, index, fid, name, arguments, extra is None and unreadable is None, state.index, entry, notes
-    )
+    plain = extra is None and unreadable is None
+    call, index, flags = resolve_call(table, index, fid, name, arguments, plain, state.index, entry, notes)
+    owner = acc._owner
+    if (
+        call is not None
+        and plain
+        and arguments
+        and fid is None
+        and name is None
+        and ftype is None
+        and not flags
+        and not notes
+        and not replace
+        and not table.chains
+    ):
+        acc._touched = call
+        if owner.append(call, arguments, notes, events, want):
+            # The hot transition took it (text appended to an open call whose text had begun).
+            for note in notes:  # a limit it reached
+                acc._record(note, call, events)
+            return call
     if index == SKIP:
         for note in notes:
             acc._record(note, None, events)
@@ -407,72 +431,45 @@ def read_fragment(
         extra = None
     text: str | None = None
     replace_all = False
-    is_open = call.status == "open"
     if arguments:
         # The text to add: as sent, unless a cumulative resend, a replacement, a further value or
         # a sealed call makes it something else (``_route.argument_text``).
-        if not is_open or replace or flags or table.chains:
-            text, replace_all = argument_text(
-                table, call, arguments, replace, bool(flags & FURTHER), entry, notes
-            )
-        else:
-            text = arguments
-            if call.chars == 0:
-                argument_text(table, call, arguments, False, False, entry, notes)
-    owner = acc._owner
-    if (
-        opening
-        or fid is not None
-        or name is not None
-        or ftype is not None
-        or extra is not None
-        or unreadable is not None
-        or flags
-        or notes
-    ):
-        taint = None
-        if unreadable is not None:
-            taint = MalformedArguments(
-                f"a fragment of this call could not be read ({unreadable}): the call may not be what "
-                "the provider sent, so it is refused",
-                raw=call.arguments,
-            )
-        elif flags & FURTHER:
-            taint = MalformedArguments(
-                "a further JSON value arrived for this call after its arguments were complete, with "
-                "no new id and no name: the call holds the concatenated text and is refused, since the "
-                "later value contradicts the first and neither can be trusted alone",
-                raw=call.arguments,
-            )
-        owner.take(
-            call,
-            text=text,
-            id=fid,
-            name=name,
-            type=ftype,
-            extra=extra,
-            replace=replace_all,
-            new_id=bool(flags & NEW_ID),
-            taint=taint,
-            opening=opening,
-            raw=entry,
-            notes=notes,
-            events=events,
-            want=want,
+        further = bool(flags & FURTHER)
+        text, replace_all = argument_text(table, call, arguments, replace, further, entry, notes)
+    taint = None
+    if unreadable is not None:
+        taint = MalformedArguments(
+            f"a fragment of this call could not be read ({unreadable}): the call may not be what "
+            "the provider sent, so it is refused",
+            raw=call.arguments,
         )
-        if fid is not None and call.id == fid:
-            table.by_id.setdefault(fid, call)
-        for note in notes:
-            acc._record(note, call, events)
-    elif text is not None and is_open:
-        owner.text(call, text, notes, events, want)  # the common case: a plain continuation
-        if notes:
-            for note in notes:
-                acc._record(note, call, events)
-    else:
-        owner.take(call, text=text, raw=entry, notes=notes, events=events, want=want)
-        for note in notes:
-            acc._record(note, call, events)
+    elif flags & FURTHER:
+        taint = MalformedArguments(
+            "a further JSON value arrived for this call after its arguments were complete, with "
+            "no new id and no name: the call holds the concatenated text and is refused, since the "
+            "later value contradicts the first and neither can be trusted alone",
+            raw=call.arguments,
+        )
+    owner.take(
+        call,
+        text=text,
+        id=fid,
+        name=name,
+        type=ftype,
+        extra=extra,
+        replace=replace_all,
+        new_id=bool(flags & NEW_ID),
+        taint=taint,
+        opening=opening,
+        raw=entry,
+        notes=notes,
+        events=events,
+        want=want,
+    )
+    if fid is not None and call.id == fid:
+        table.by_id.setdefault(fid, call)
+    for note in notes:
+        acc._record(note, call, events)
     return call
 
 

@@ -399,17 +399,12 @@ class ResponseAccumulator(CallStore):
             item = self._items.get(iid) if type(iid) is str else None
             if item is not None and kind == item.hot and type(delta) is str and delta:
                 call = item.call
-                if (
-                    call is not None
-                    and (index is None or index == item.output_index)
-                    and call.status == "open"
-                    and not call.stated
-                ):
+                if call is not None and (index is None or index == item.output_index):
                     notes: list[Anomaly] = []
-                    self._owner.text(call, delta, notes, out, want)
-                    for note in notes:
-                        self._record(note, call, out)
-                    return
+                    if self._owner.append(call, delta, notes, out, want):  # the owner's hot transition
+                        for note in notes:
+                            self._record(note, call, out)
+                        return
         handler(self, kind, fields, event, out, want)
         # Every other event (hosted tools, audio, annotations, events of newer releases) concerns
         # no function call: the final response carries what it built.

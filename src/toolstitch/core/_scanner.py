@@ -25,6 +25,9 @@ _STRUCTURAL = re.compile(r'[{}\[\]"]')
 # Inside strings: a run of characters that change nothing (anything but the closing quote, a
 # backslash or a raw control character) and of whole, valid escapes.
 _STRING_BODY = re.compile(r'(?:[^"\\\x00-\x1f]+|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*')
+_BODY = _STRING_BODY.match
+_CUT_HEX = {left: "\\u" + "0" * (4 - left) for left in (1, 2, 3, 4)}
+"""A ``\\u`` escape with ``left`` hex digits still to come, as a whole escape needs its start."""
 _NON_WHITESPACE = re.compile(r"[^ \t\r\n]")
 _HEX = frozenset("0123456789abcdefABCDEF")
 _SIMPLE_ESCAPES = frozenset('"\\/bfnrt')
@@ -81,23 +84,32 @@ class JSONScanner:
         self.error_at = at
         self.complete = False
 
-    def feed(self, text: str) -> None:
-        """Scan ``text``, the next fragment. After an error, further text is ignored."""
-        if (
-            self._in_string
-            and not self._escape
-            and not self._hex_left
-            and '"' not in text
-            and "\\" not in text
-            and text.isprintable()
-        ):
-            # Inside a string, text with no quote, no backslash and no control character changes
-            # nothing but the offset: most of a long argument, found by three scans in C.
-            self.offset += len(text)
-            return
+    def feed(self, text: str) -> bool:
+        """Scan ``text``, the next fragment. True when it closed the top-level value or made the
+        text impossible as JSON (what the owner announces); after an error, text is only counted."""
+        if self._in_string:
+            # Inside a string, plain characters and whole escapes change nothing but the offset:
+            # most fragments of a long argument, found by one match in C (``match``, never
+            # ``fullmatch``: the pattern's nested repetition would backtrack without end on a
+            # miss). An escape the last fragment cut is matched with its start put back.
+            body = text
+            if self._escape:
+                body = "\\" + text
+            elif self._hex_left:
+                body = _CUT_HEX[self._hex_left] + text
+            if _BODY(body).end() == len(body):  # type: ignore[union-attr]  # matches ""
+                self._escape = False
+                self._hex_left = 0
+                self.offset += len(text)
+                return False
         if self.error is not None or not text:
             self.offset += len(text)
-            return
+            return False
+        was_complete = self.complete
+        self._scan(text)
+        return self.complete is not was_complete or self.error is not None
+
+    def _scan(self, text: str) -> None:
         base = self.offset
         self.offset += len(text)
         i = 0
