@@ -394,3 +394,26 @@ def test_no_call_of_a_real_stream_that_ends_ready_is_refused_early(stream_: Any)
         )
         if call.status == "ready":
             assert id(call) not in early and strict.status == "ready"
+
+
+@pytest.mark.parametrize(
+    "fragments",
+    [
+        ['{"city": "a \\', '"', 'b", "budget": "', "x", '"}'],  # an escaped quote cut after its backslash
+        ['{"city": "a \\', '\\", "budget": "', '"}'],  # an escaped backslash cut, then the string ends
+        ['{"city": "\\u00', "e9\\", 'n", "budget": "', '"}'],  # cut inside \u digits, then a cut escape
+    ],
+)
+def test_escapes_cut_inside_an_unchecked_string_still_end_it_where_they_should(fragments: list[str]) -> None:
+    # The one-match path through a string nobody checks must hand the string's real end to the
+    # check: the wrong type after it is refused at the fragment that begins it, not before.
+    call, refused_at, _ = stream(fragments, tools())
+    assert refused_at == next(i for i, f in enumerate(fragments) if f.endswith('"budget": "'))
+    assert call.status == "invalid" and "budget" in str(call.error)
+
+
+def test_a_cut_escaped_quote_does_not_end_an_unchecked_string() -> None:
+    # ``\"`` cut after the backslash: the quote is text, so the string goes on and what follows
+    # is inside it (a key outside ``properties`` would be refused); the call is ready.
+    call, refused_at, _ = stream(['{"city": "a \\', '" and: \\"x', '"}'], tools())
+    assert refused_at is None and call.ready and call.parsed == {"city": 'a " and: "x'}
