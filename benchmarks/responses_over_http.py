@@ -14,8 +14,12 @@ process. Each round runs, in alternating order:
   SDK's union its ``type`` names (``client/_fast_events.py``), equal to the SDK's own;
 * ``SDK stream()``        the SDK's own ``client.responses.stream(...)`` helper (its snapshot state),
   for scale: what users who want the merged calls without toolstitch pay;
-* ``fast decoding alone`` the plain SDK stream with only the fast decoding installed (no reader):
-  what the SDK's transport and SSE loop cost by themselves, the floor under ``wrap()``.
+* ``fast decoding alone`` the plain SDK stream with only toolstitch's fast decoding installed (its
+  SSE decoder, JSON parser, event builder and, for a sync stream, its copy of the SDK's loop:
+  ``client/_fast_stream.py``), no reader: the floor under ``wrap()``;
+* ``bytes alone``         the same request's body read with ``with_streaming_response`` and
+  ``iter_bytes()``, no SSE, no decoding: what the SDK's transport (httpx, httpcore, h11: one HTTP
+  chunk per event) costs by itself, the floor under every other row.
 
 The medians over all rounds are shown (``total`` wall clock, ``cpu`` of the client process, and
 ``cpu / plain``), and the per-event CPU toolstitch adds with the SDK's decoding. The target
@@ -65,12 +69,18 @@ def r2() -> list[str]:
 
 def one_run(client: Any, mode: str = "create") -> tuple[float, float, int]:
     """``(total, cpu, events)`` of one streamed request: ``create(stream=True)``, the SDK's
-    ``stream()`` helper (``mode="helper"``), or the plain stream with only fast decoding installed
-    (``mode="fast"``)."""
+    ``stream()`` helper (``mode="helper"``), the plain stream with only fast decoding installed
+    (``mode="fast"``), or the body's bytes alone (``mode="bytes"``: ``events`` counts reads)."""
     cpu = time.process_time()
     start = time.perf_counter()
     events = 0
-    if mode == "helper":
+    if mode == "bytes":
+        with client.responses.with_streaming_response.create(
+            model="m", input="write the notes", tools=TOOLS, stream=True
+        ) as response:
+            for _read in response.iter_bytes():
+                events += 1
+    elif mode == "helper":
         with client.responses.stream(model="m", input="write the notes", tools=TOOLS) as stream:
             for _event in stream:
                 events += 1
@@ -124,6 +134,7 @@ def main() -> None:
             ("wrap()", ts.wrap(client()), "create"),  # the default: decode="fast"
             ("SDK stream()", client(), "helper"),
             ("fast decoding alone", client(), "fast"),
+            ("bytes alone", client(), "bytes"),
         ]
         for _, one, mode in clients:  # warm up: imports, connections, schema validators
             one_run(one, mode)

@@ -152,3 +152,39 @@ def test_events_before_invalid_utf8_are_yielded_then_the_sdk_error_is_raised() -
 
 def test_module_documents_its_rules() -> None:
     assert _sse.__doc__ is not None and "SSEDecoder" in _sse.__doc__
+
+
+PENDING = [
+    b"",
+    b"id: 7\n\n",
+    b"data: a\n",
+    b"event: e\n",
+    b"retry: 5\n",
+    b"data: a\r",
+    b"da",
+    b"data: \xe2\x82",
+]
+
+
+@settings(max_examples=examples(600))
+@given(
+    before=st.sampled_from(PENDING),
+    event=st.none() | st.sampled_from(VALUES),
+    data=st.sampled_from(VALUES),
+    after=st.sampled_from([b"", b"data: z\n\n", b"\n"]),
+)
+def test_a_read_that_is_one_whole_event_decodes_like_the_sdk(
+    before: bytes, event: bytes | None, data: bytes, after: bytes
+) -> None:
+    """The read servers write most (``event:``, ``data:``, empty line: one read, one event), which
+    the decoder takes whole, after whatever state earlier reads left pending."""
+    whole = (b"" if event is None else b"event: " + event + b"\n") + b"data: " + data + b"\n\n"
+    reads = [r for r in (before, whole, after) if r]
+    _same_on(b"".join(reads), reads)
+
+
+def test_the_common_read_is_taken_whole() -> None:
+    decoder = SSEDecoder()
+    event = decoder._whole(b'event: response.x\ndata: {"a": 1}\n\n')
+    assert event is not None and (event.event, event.data) == ("response.x", '{"a": 1}')
+    assert decoder._whole(b"data: a\ndata: b\n\n") is None  # two data lines: the rules join them
