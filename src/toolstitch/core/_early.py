@@ -240,11 +240,14 @@ class EarlyCheck:
             return None
         if self._in_string and not self._tracking:
             # Inside a string nobody checks, plain characters and whole escapes cannot end it: the
-            # common case of a long argument, found by one match in C (an escape the last
-            # fragment cut is matched with its backslash put back).
-            body = "\\" + text if self._escape else text
-            if _IN_STRING_AT(body).end() == len(body):  # type: ignore[union-attr]  # matches ""
-                self._escape = False
+            # common case of a long argument. Without a backslash, one scan in C tells it; with
+            # one (or after one the last fragment cut, put back), the regex does.
+            if self._escape or "\\" in text:
+                body = "\\" + text if self._escape else text
+                if _IN_STRING_AT(body).end() == len(body):  # type: ignore[union-attr]  # matches ""
+                    self._escape = False
+                    return None
+            elif '"' not in text:
                 return None
         try:
             return self._feed(text)
