@@ -629,17 +629,116 @@ class CallOwner:
             events.append(ToolCallInvalid(call, call._error))
 
     def append(
-        self, call: ToolCall, text: str, notes: list[Anomaly], events: list[Event], want: bool
+        self,
+        call: ToolCall,
+        text: str,
+        notes: list[Anomaly] | None,
+        events: list[Event],
+        want: bool,
+        hot: bool = True,
     ) -> bool:
         """The hot transition: ``text`` (non-empty), a plain continuation the router found for an
-        open call whose text has begun. One dictionary hit (the call's row), then the append.
-        False, with nothing done, in any other state (the reader then hands the fragment to
-        :meth:`take`, which applies the row's own action)."""
-        if call._row[FRAGMENT] is not _append or not call._chars:
-            return False
-        call._metrics.fragments += 1
-        _append(self, call, text, False, None, notes, events, want)
-        if call._phase is not OPEN:  # a limit refused it: whoever acts on events must hear it
+        open call whose text has begun. One dictionary hit (the call's row), then the append, the
+        counters against the call's and the stream's bounds, and with events (``want``) what the
+        scanner and the early check say. False, with nothing done, in any other state (the reader
+        then hands the fragment to :meth:`take`, which applies the row's own action).
+
+        The row's own action for an open call (``_append``) ends in these same lines, with
+        ``hot=False``: the row was read and the fragment counted by :meth:`take`, which also
+        announces a refusal itself."""
+        if hot:
+            if call._row[FRAGMENT] is not _append or not call._chars:
+                return False
+            call._metrics.fragments += 1
+        lone = False
+        if text.isascii():
+            size = len(text)
+        else:
+            try:
+                size = len(text.encode("utf-8"))
+            except UnicodeEncodeError:  # a lone surrogate: not valid Unicode unless a pair is rejoined
+                size = text_size(text)
+                lone = True
+        metrics = call._metrics
+        metrics.bytes += size
+        left = self.bytes_left - size
+        if left < 0:
+            _exceed(call, "max_stream_bytes", self.limits.max_stream_bytes, text, notes)
+            return self._refused(call, events, hot)
+        bytes_left = call._bytes_left - size
+        if bytes_left < 0:
+            call._bytes_left = bytes_left
+            self.bytes_left = left
+            _exceed(call, "max_argument_bytes", bytes_left + metrics.bytes, text, notes)
+            return self._refused(call, events, hot)
+        self.bytes_left = left
+        call._bytes_left = bytes_left
+        if lone:
+            call._surrogates = True
+        parts = call._parts
+        parts.append(text)
+        if len(parts) >= _BATCH:
+            call._done.append("".join(parts))
+            parts.clear()
+        call._joined = None
+        chars = call._chars
+        call._chars = chars + len(text)
+        if not want:
+            return True
+        # Events are read: the scanner is asked where the JSON stands, and the early check what the
+        # text can still become. Both read just this fragment when in step with the text.
+        events.append(arguments_delta(call, text))
+        scanner = call._scanner
+        body = False
+        if scanner.offset == chars:
+            news = scanner.feed(text)
+            if news:
+                if scanner.complete:
+                    metrics.arguments_complete_at = call._clock()
+                    events.append(ArgumentsComplete(call))
+                if scanner.error is not None:
+                    events.append(ArgumentsMalformed(call, scanner.error, scanner.error_at))
+            else:
+                body = news is None
+        else:  # text arrived while nobody read events: caught up from the joined text
+            was_complete = scanner.complete
+            had_error = scanner.error is not None
+            call._scan()
+            if scanner.complete and not was_complete:
+                events.append(ArgumentsComplete(call))
+            if scanner.error is not None and not had_error:
+                events.append(ArgumentsMalformed(call, scanner.error, scanner.error_at))
+        early = call._early
+        if type(early) is not EarlyCheck:
+            if early is not None:
+                return True  # nothing to check (_NO_EARLY), or refused early (_REFUSED)
+            early = call._early = _start_early(self, call, chars, events)
+            if type(early) is not EarlyCheck:
+                return True
+        if body and early.free and early.offset == chars:
+            # The scanner read the fragment as staying inside a string, and the check is in a string
+            # nobody checks: nothing there for it but the offset.
+            early.offset = chars + len(text)
+            return True
+        reason = early.feed(text, chars)
+        if reason is not None:
+            self.verdict(
+                call,
+                SchemaViolation(
+                    f"arguments can no longer match the schema of {call._name!r}: {reason}",
+                    raw=_keep_sample_text(call),
+                    errors=[reason],
+                ),
+                events,
+            )
+        elif early.done:
+            call._early = _NO_EARLY
+        return True
+
+    def _refused(self, call: ToolCall, events: list[Event], hot: bool) -> bool:
+        """A limit refused the call while its text was appended: whoever acts on events must hear
+        it (``take`` announces it itself)."""
+        if hot:
             events.append(ToolCallInvalid(call, call._error))  # type: ignore[arg-type]
         return True
 
@@ -736,16 +835,9 @@ def _append(
     events: list[Event],
     want: bool,
 ) -> None:
-    """open + fragment: keep the text within the call's and the stream's bounds."""
-    size = len(text) if text.isascii() else text_size(text)
+    """open + fragment: a replacement starts the text again, the first text is timed, then the
+    hot transition's lines (:meth:`CallOwner.append`) keep it."""
     metrics = call._metrics
-    left = owner.bytes_left - size
-    if left < 0:
-        limit = owner.limits.max_stream_bytes
-        metrics.bytes += size
-        _exceed(call, "max_stream_bytes", limit, "" if replace else text, notes)
-        return
-    owner.bytes_left = left
     if replace:
         owner.bytes_left += call._chars  # the replaced text is no longer kept (approximation in chars)
         call._preview = None
@@ -759,62 +851,9 @@ def _append(
         call._bytes_left += metrics.bytes
         metrics.bytes = 0
         call._surrogates = False
-    metrics.bytes += size
     if metrics.first_argument_at is None:
         metrics.first_argument_at = call._clock()
-    bytes_left = call._bytes_left - size
-    call._bytes_left = bytes_left
-    if bytes_left < 0:
-        _exceed(call, "max_argument_bytes", bytes_left + metrics.bytes, text, notes)
-        return
-    if size != len(text) and not call._surrogates and has_lone_surrogate(text):
-        call._surrogates = True
-    parts = call._parts
-    parts.append(text)
-    if len(parts) >= _BATCH:
-        call._done.append("".join(parts))
-        parts.clear()
-    call._joined = None
-    chars = call._chars
-    call._chars = chars + len(text)
-    if want:
-        # Events are read: the scanner is asked where the JSON stands, and the early check what
-        # the text can still become. Both read just this fragment when in step with the text.
-        events.append(arguments_delta(call, text))
-        scanner = call._scanner
-        was_complete = scanner.complete
-        if scanner.offset == chars:
-            if scanner.feed(text):
-                if scanner.complete and not was_complete:
-                    metrics.arguments_complete_at = call._clock()
-                    events.append(ArgumentsComplete(call))
-                if scanner.error is not None:
-                    events.append(ArgumentsMalformed(call, scanner.error, scanner.error_at))
-        else:  # text arrived while nobody read events: caught up from the joined text
-            had_error = scanner.error is not None
-            call._scan()
-            if scanner.complete and not was_complete:
-                events.append(ArgumentsComplete(call))
-            if scanner.error is not None and not had_error:
-                events.append(ArgumentsMalformed(call, scanner.error, scanner.error_at))
-        early = call._early
-        if early is not _NO_EARLY and early is not _REFUSED:
-            if early is None:
-                early = call._early = _start_early(owner, call, chars, events)
-            if type(early) is EarlyCheck:
-                reason = early.feed(text, chars)
-                if reason is not None:
-                    owner.verdict(
-                        call,
-                        SchemaViolation(
-                            f"arguments can no longer match the schema of {call._name!r}: {reason}",
-                            raw=_keep_sample_text(call),
-                            errors=[reason],
-                        ),
-                        events,
-                    )
-                elif early.done:
-                    call._early = _NO_EARLY
+    owner.append(call, text, notes, events, want, False)
 
 
 def _start_early(owner: CallOwner, call: ToolCall, chars: int, events: list[Event]) -> object:

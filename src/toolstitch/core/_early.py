@@ -57,7 +57,6 @@ _UNSURE = ("$ref", "$dynamicRef", "$recursiveRef")
 # A run of string characters that cannot end the string: anything but a quote or a backslash, and
 # whole two-character escapes (``\\u`` digits are never a quote, so they need no special case).
 _IN_STRING = re.compile(r'(?:[^"\\]+|\\.)*', re.DOTALL)
-_IN_STRING_AT = _IN_STRING.match
 _LITERAL_END = re.compile(r"[\s,\]}]")
 _SPACE = frozenset(" \t\r\n")
 
@@ -206,6 +205,7 @@ class EarlyCheck:
         "_string_node",
         "_tracking",
         "done",
+        "free",
         "offset",
     )
 
@@ -227,6 +227,10 @@ class EarlyCheck:
         """True once a verdict was given, or the text stopped being readable: nothing more to say."""
         self.offset = 0
         """Characters fed so far (the owner feeds it only text that follows them)."""
+        self.free = False
+        """True while it reads a string nobody checks (no escape open): text that stays inside
+        that string changes nothing here but :attr:`offset`. The scanner tells the owner which
+        fragments do (``JSONScanner.feed`` returns None), so such a fragment is not read twice."""
 
     def feed(self, text: str, at: int) -> str | None:
         """Read ``text``, which follows ``at`` characters of the call's text: the reason the call
@@ -234,26 +238,18 @@ class EarlyCheck:
         while nobody read events) ends the check: nothing more is said early."""
         if self.offset != at:
             self.done = True
+            self.free = False
             return None
         self.offset += len(text)
         if self.done:
             return None
-        if self._in_string and not self._tracking:
-            # Inside a string nobody checks, plain characters and whole escapes cannot end it: the
-            # common case of a long argument. Without a backslash, one scan in C tells it; with
-            # one (or after one the last fragment cut, put back), the regex does.
-            if self._escape or "\\" in text:
-                body = "\\" + text if self._escape else text
-                if _IN_STRING_AT(body).end() == len(body):  # type: ignore[union-attr]  # matches ""
-                    self._escape = False
-                    return None
-            elif '"' not in text:
-                return None
         try:
-            return self._feed(text)
+            reason = self._feed(text)
         except Exception:  # never a verdict from our own failure: stop checking, the seal decides
             self.done = True
-            return None
+            reason = None
+        self.free = self._in_string and not self._tracking and not self._escape and not self.done
+        return reason
 
     def _feed(self, text: str) -> str | None:
         i, n = 0, len(text)

@@ -83,10 +83,18 @@ class JSONScanner:
         self.error = message
         self.error_at = at
         self.complete = False
+        # Nothing after an error is read: the state stops here, and no later fragment is told to be
+        # inside a string on the strength of it (``feed``'s None).
+        self._in_string = False
 
-    def feed(self, text: str) -> bool:
+    def feed(self, text: str) -> bool | None:
         """Scan ``text``, the next fragment. True when it closed the top-level value or made the
-        text impossible as JSON (what the owner announces); after an error, text is only counted."""
+        text impossible as JSON (what the owner announces); after an error, text is only counted.
+
+        None when the whole fragment stayed inside one string, read to its end with no escape
+        left open (plain characters and whole escapes: most fragments of a long argument). That
+        is the one reading of where a string ends: the owner lets the early check take it too
+        (``EarlyCheck.free``) rather than read the fragment again."""
         if self._in_string:
             # Inside a string, plain characters and whole escapes change nothing but the offset:
             # most fragments of a long argument. Text without a backslash is told by two scans
@@ -104,10 +112,10 @@ class JSONScanner:
                     self._escape = False
                     self._hex_left = 0
                     self.offset += len(text)
-                    return False
+                    return None
             elif '"' not in text and text.isprintable():
                 self.offset += len(text)
-                return False
+                return None
         if self.error is not None or not text:
             self.offset += len(text)
             return False
