@@ -417,3 +417,58 @@ def test_a_cut_escaped_quote_does_not_end_an_unchecked_string() -> None:
     # is inside it (a key outside ``properties`` would be refused); the call is ready.
     call, refused_at, _ = stream(['{"city": "a \\', '" and: \\"x', '"}'], tools())
     assert refused_at is None and call.ready and call.parsed == {"city": 'a " and: "x'}
+
+
+# Pieces of argument text biased to what ends a string or does not: quotes, escaped quotes and
+# backslashes, ``\u`` escapes, keys the schema refuses, wrong types after a string.
+_PIECES = st.lists(
+    st.sampled_from(
+        [
+            '{"city": "',
+            '{"tags": ["',
+            '{"unit": "',
+            "a",
+            "é",
+            '\\"',
+            "\\\\",
+            "\\u00e9",
+            "\\n",
+            '"',
+            '", ',
+            '"budget": ',
+            '"budget": "',
+            "5",
+            '"size": ',
+            '"unit": "cel',
+            "sius",
+            "}",
+            "]",
+            ", ",
+        ]
+    ),
+    min_size=1,
+    max_size=14,
+)
+
+
+@settings(max_examples=examples(400), deadline=None, suppress_health_check=list(HealthCheck))
+@given(pieces=_PIECES, sizes=st.lists(st.integers(1, 7), min_size=1, max_size=8))
+def test_an_early_verdict_comes_at_the_same_character_however_the_text_is_cut(
+    pieces: list[str], sizes: list[int]
+) -> None:
+    # The scanner tells the owner which fragments stay inside a string, and the early check then
+    # skips them (``EarlyCheck.free``): that must never move the verdict. One character at a time
+    # is the reference; any cut must refuse the call in the fragment holding that character.
+    text = "".join(pieces)
+    _, one_at, _ = stream(list(text), tools())
+    fragments, at = [], 0
+    while at < len(text):
+        size = sizes[len(fragments) % len(sizes)]
+        fragments.append(text[at : at + size])
+        at += size
+    call, refused_at, _ = stream(fragments, tools())
+    if one_at is None:
+        assert refused_at is None, (fragments, call.error)
+    else:
+        ends = [sum(len(f) for f in fragments[: i + 1]) for i in range(len(fragments))]
+        assert refused_at == next(i for i, end in enumerate(ends) if end > one_at), (fragments, call.error)

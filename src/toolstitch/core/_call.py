@@ -67,7 +67,15 @@ from ..errors import (
 from ._anomaly import Anomaly, AnomalyCode
 from ._clock import CLOCK_ANCHOR, now, timings_dict, wall_clock
 from ._early import EarlyCheck
-from ._events import ArgumentsComplete, ArgumentsMalformed, ToolCallInvalid, arguments_delta
+from ._events import (
+    ArgumentsComplete,
+    ArgumentsDelta,
+    ArgumentsMalformed,
+    ToolCallInvalid,
+    new_event,
+    set_delta_call,
+    set_delta_text,
+)
 from ._limits import Limits
 from ._parse import has_lone_surrogate, join_surrogate_pairs, parse_arguments, parse_input
 from ._preview import Preview
@@ -687,7 +695,10 @@ class CallOwner:
             return True
         # Events are read: the scanner is asked where the JSON stands, and the early check what the
         # text can still become. Both read just this fragment when in step with the text.
-        events.append(arguments_delta(call, text))
+        event: ArgumentsDelta = new_event(ArgumentsDelta)  # ``arguments_delta``, without its frame
+        set_delta_call(event, call)
+        set_delta_text(event, text)
+        events.append(event)
         scanner = call._scanner
         body = False
         if scanner.offset == chars:
