@@ -32,7 +32,10 @@ from typing import Any
 from overhead import bare_loop, sdk_helper, toolstitch, toolstitch_quiet
 from workloads import decode, single_call, w2  # benchmarks/ is on sys.path when run as a script
 
-PACKAGE = str(Path(__file__).resolve().parent.parent / "src" / "toolstitch")
+import toolstitch as ts
+
+PACKAGE = str(Path(ts.__file__).resolve().parent)
+"""Instructions in files under this folder are toolstitch's (the package as imported)."""
 
 
 def count(fn: Callable[[Sequence[Any]], None], chunks: Sequence[Any]) -> tuple[int, Counter[str]]:
