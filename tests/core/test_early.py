@@ -21,6 +21,7 @@ import toolstitch as ts
 from tests.conftest import examples
 from tests.corpus import CORPUS
 from toolstitch.core import sealed_call
+from toolstitch.core._scanner import JSONScanner
 from toolstitch.events import ToolCallInvalid, ToolCallReady
 
 SEARCH = {
@@ -451,24 +452,38 @@ _PIECES = st.lists(
 )
 
 
+def _no_string_bodies(feed: Any) -> Any:
+    """``JSONScanner.feed`` that never says a fragment stayed inside a string (False, not None):
+    the owner then feeds the early check every fragment (the reference the skip is held to)."""
+
+    def reading_every_fragment(self: JSONScanner, text: str) -> bool:
+        return feed(self, text) or False  # type: ignore[no-any-return]
+
+    return reading_every_fragment
+
+
 @settings(max_examples=examples(400), deadline=None, suppress_health_check=list(HealthCheck))
 @given(pieces=_PIECES, sizes=st.lists(st.integers(1, 7), min_size=1, max_size=8))
-def test_an_early_verdict_comes_at_the_same_character_however_the_text_is_cut(
+def test_the_early_check_skipping_string_bodies_never_moves_a_verdict(
     pieces: list[str], sizes: list[int]
 ) -> None:
     # The scanner tells the owner which fragments stay inside a string, and the early check then
-    # skips them (``EarlyCheck.free``): that must never move the verdict. One character at a time
-    # is the reference; any cut must refuse the call in the fragment holding that character.
+    # skips them when it reads a string nobody checks (``EarlyCheck.free``). The same cut with the
+    # check fed every fragment is the reference: the status, the error, the fragment refused at and
+    # every event must be the same.
     text = "".join(pieces)
-    _, one_at, _ = stream(list(text), tools())
     fragments, at = [], 0
     while at < len(text):
         size = sizes[len(fragments) % len(sizes)]
         fragments.append(text[at : at + size])
         at += size
-    call, refused_at, _ = stream(fragments, tools())
-    if one_at is None:
-        assert refused_at is None, (fragments, call.error)
-    else:
-        ends = [sum(len(f) for f in fragments[: i + 1]) for i in range(len(fragments))]
-        assert refused_at == next(i for i, end in enumerate(ends) if end > one_at), (fragments, call.error)
+    call, refused_at, events = stream(fragments, tools())
+    feed = JSONScanner.feed
+    JSONScanner.feed = _no_string_bodies(feed)  # type: ignore[method-assign]
+    try:
+        every, every_at, every_events = stream(fragments, tools())
+    finally:
+        JSONScanner.feed = feed  # type: ignore[method-assign]
+    got = (call.status, refused_at, repr(call.error))
+    assert got == (every.status, every_at, repr(every.error)), fragments
+    assert [type(e).__name__ for e in events] == [type(e).__name__ for e in every_events], fragments
