@@ -300,3 +300,31 @@ def test_length_has_its_own_code_and_a_repeated_type_is_told_once() -> None:
     assert "finish_reason_length" in codes and "finish_reason_stop_with_tool_calls" not in codes
     assert codes.count("type_repeated") == 1
     assert json.dumps([a.code for a in acc.tool_calls[0].anomalies]).count("type_repeated") == 1
+
+
+@pytest.mark.parametrize("events", [True, False])
+def test_a_resent_whole_over_the_streams_bound_replaces_nothing(events: bool) -> None:
+    # Arguments sent as an object replace the text so far. When that whole is over
+    # Limits.max_stream_bytes, the call is refused with the text it held: the refused value is not
+    # kept (it would hold more than the bound allows), and its bytes are counted once.
+    def piece(entry: dict[str, Any] | None, finish: str | None = None) -> dict[str, Any]:
+        delta = {"tool_calls": [entry]} if entry else {}
+        return {
+            "id": "c",
+            "object": "chat.completion.chunk",
+            "created": 1,
+            "model": "m",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
+
+    acc = ts.Accumulator(limits=Limits(max_stream_bytes=16))
+    acc.feed(
+        piece({"index": 0, "id": "a", "type": "function", "function": {"name": "f", "arguments": '{"p": '}}),
+        events=events,
+    )
+    acc.feed(piece({"index": 0, "function": {"arguments": {"p": "0123456789"}}}), events=events)
+    acc.feed(piece(None, "tool_calls"), events=events)
+    (call,) = acc.tool_calls
+    assert call.status == "invalid" and call.error.limit == "max_stream_bytes"  # type: ignore[union-attr]
+    assert call.arguments == '{"p": '
+    assert call.metrics.bytes == len('{"p": ') + len('{"p": "0123456789"}')

@@ -644,6 +644,7 @@ class CallOwner:
         events: list[Event],
         want: bool,
         hot: bool = True,
+        replace: bool = False,
     ) -> bool:
         """The hot transition: ``text`` (non-empty), a plain continuation the router found for an
         open call whose text has begun. One dictionary hit (the call's row), then the append, the
@@ -651,9 +652,10 @@ class CallOwner:
         scanner and the early check say. False, with nothing done, in any other state (the reader
         then hands the fragment to :meth:`take`, which applies the row's own action).
 
-        The row's own action for an open call (``_append``) ends in these same lines, with
+        The row's own action for an open call (``_append``) is these same lines, with
         ``hot=False``: the row was read and the fragment counted by :meth:`take`, which also
-        announces a refusal itself."""
+        announces a refusal itself. ``replace``: ``text`` is the whole text, resent (only through
+        ``take``)."""
         if hot:
             if call._row[FRAGMENT] is not _append or not call._chars:
                 return False
@@ -668,19 +670,22 @@ class CallOwner:
                 size = text_size(text)
                 lone = True
         metrics = call._metrics
-        metrics.bytes += size
         left = self.bytes_left - size
-        if left < 0:
-            _exceed(call, "max_stream_bytes", self.limits.max_stream_bytes, text, notes)
-            return self._refused(call, events, hot)
-        bytes_left = call._bytes_left - size
-        if bytes_left < 0:
-            call._bytes_left = bytes_left
-            self.bytes_left = left
-            _exceed(call, "max_argument_bytes", bytes_left + metrics.bytes, text, notes)
+        if left < 0:  # over the stream's bound: a replacement replaces nothing
+            metrics.bytes += size
+            _exceed(call, "max_stream_bytes", self.limits.max_stream_bytes, "" if replace else text, notes)
             return self._refused(call, events, hot)
         self.bytes_left = left
+        if replace:
+            _restart(self, call)
+        metrics.bytes += size
+        if metrics.first_argument_at is None:
+            metrics.first_argument_at = call._clock()
+        bytes_left = call._bytes_left - size
         call._bytes_left = bytes_left
+        if bytes_left < 0:
+            _exceed(call, "max_argument_bytes", bytes_left + metrics.bytes, text, notes)
+            return self._refused(call, events, hot)
         if lone:
             call._surrogates = True
         parts = call._parts
@@ -846,25 +851,26 @@ def _append(
     events: list[Event],
     want: bool,
 ) -> None:
-    """open + fragment: a replacement starts the text again, the first text is timed, then the
-    hot transition's lines (:meth:`CallOwner.append`) keep it."""
+    """open + fragment: the hot transition's lines (:meth:`CallOwner.append`) keep the text; a
+    replacement (the whole text resent) starts it again there, once the stream's bound allows it."""
+    owner.append(call, text, notes, events, want, hot=False, replace=replace)
+
+
+def _restart(owner: CallOwner, call: ToolCall) -> None:
+    """The text so far is replaced by a resent whole: what it held is no longer kept or counted."""
     metrics = call._metrics
-    if replace:
-        owner.bytes_left += call._chars  # the replaced text is no longer kept (approximation in chars)
-        call._preview = None
-        call._parts = []
-        call._done = []
-        call._joined = ""
-        call._chars = 0
-        call._scanner = JSONScanner()
-        if type(call._early) is EarlyCheck:
-            call._early = None  # read again from the start of the new text
-        call._bytes_left += metrics.bytes
-        metrics.bytes = 0
-        call._surrogates = False
-    if metrics.first_argument_at is None:
-        metrics.first_argument_at = call._clock()
-    owner.append(call, text, notes, events, want, False)
+    owner.bytes_left += call._chars  # the replaced text is no longer kept (approximation in chars)
+    call._preview = None
+    call._parts = []
+    call._done = []
+    call._joined = ""
+    call._chars = 0
+    call._scanner = JSONScanner()
+    if type(call._early) is EarlyCheck:
+        call._early = None  # read again from the start of the new text
+    call._bytes_left += metrics.bytes
+    metrics.bytes = 0
+    call._surrogates = False
 
 
 def _start_early(owner: CallOwner, call: ToolCall, chars: int, events: list[Event]) -> object:
