@@ -67,15 +67,7 @@ from ..errors import (
 from ._anomaly import Anomaly, AnomalyCode
 from ._clock import CLOCK_ANCHOR, now, timings_dict, wall_clock
 from ._early import EarlyCheck
-from ._events import (
-    ArgumentsComplete,
-    ArgumentsDelta,
-    ArgumentsMalformed,
-    ToolCallInvalid,
-    new_event,
-    set_delta_call,
-    set_delta_text,
-)
+from ._events import ArgumentsComplete, ArgumentsMalformed, ToolCallInvalid, arguments_delta
 from ._limits import Limits
 from ._parse import has_lone_surrogate, join_surrogate_pairs, parse_arguments, parse_input
 from ._preview import Preview
@@ -648,9 +640,10 @@ class CallOwner:
     ) -> bool:
         """The hot transition: ``text`` (non-empty), a plain continuation the router found for an
         open call whose text has begun. One dictionary hit (the call's row), then the append, the
-        counters against the call's and the stream's bounds, and with events (``want``) what the
-        scanner and the early check say. False, with nothing done, in any other state (the reader
-        then hands the fragment to :meth:`take`, which applies the row's own action).
+        counters against the call's and the stream's bounds, and with events (``want``) the
+        ``ArgumentsDelta`` and what the scanner and the early check say. False, with nothing done,
+        in any other state (the reader then hands the fragment to :meth:`take`, which applies the
+        row's own action).
 
         The row's own action for an open call (``_append``) is these same lines, with
         ``hot=False``: the row was read and the fragment counted by :meth:`take`, which also
@@ -700,10 +693,7 @@ class CallOwner:
             return True
         # Events are read: the scanner is asked where the JSON stands, and the early check what the
         # text can still become. Both read just this fragment when in step with the text.
-        event: ArgumentsDelta = new_event(ArgumentsDelta)  # ``arguments_delta``, without its frame
-        set_delta_call(event, call)
-        set_delta_text(event, text)
-        events.append(event)
+        events.append(arguments_delta(call, text))
         scanner = call._scanner
         body = False
         if scanner.offset == chars:

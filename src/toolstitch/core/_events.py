@@ -139,13 +139,11 @@ class StreamEnded:
 # The two events nearly every chunk makes, built without the frozen dataclass's ``__init__``
 # (which sets each field through ``object.__setattr__``): about 0.2 us instead of 0.32 per event,
 # measured. Same class, same fields, still frozen for everyone else.
-_new = new_event = object.__new__
+_new = object.__new__
 _set_content_choice = vars(ContentDelta)["choice"].__set__
 _set_content_text = vars(ContentDelta)["text"].__set__
-_set_arguments_call = set_delta_call = vars(ArgumentsDelta)["call"].__set__
-_set_arguments_text = set_delta_text = vars(ArgumentsDelta)["text"].__set__
-"""The owner's hot transition builds its ``ArgumentsDelta`` with these three itself (one frame fewer
-per argument piece, which :func:`arguments_delta` would cost)."""
+_set_arguments_call = vars(ArgumentsDelta)["call"].__set__
+_set_arguments_text = vars(ArgumentsDelta)["text"].__set__
 
 
 def content_delta(choice: int, text: str) -> ContentDelta:
