@@ -653,15 +653,7 @@ class CallOwner:
             if call._row[FRAGMENT] is not _append or not call._chars:
                 return False
             call._metrics.fragments += 1
-        lone = False
-        if text.isascii():
-            size = len(text)
-        else:
-            try:
-                size = len(text.encode("utf-8"))
-            except UnicodeEncodeError:  # a lone surrogate: not valid Unicode unless a pair is rejoined
-                size = text_size(text)
-                lone = True
+        size = len(text) if text.isascii() else text_size(text)
         metrics = call._metrics
         left = self.bytes_left - size
         if left < 0:  # over the stream's bound: a replacement replaces nothing
@@ -679,7 +671,7 @@ class CallOwner:
         if bytes_left < 0:
             _exceed(call, "max_argument_bytes", bytes_left + metrics.bytes, text, notes)
             return self._refused(call, events, hot)
-        if lone:
+        if size != len(text) and not call._surrogates and has_lone_surrogate(text):
             call._surrogates = True
         parts = call._parts
         parts.append(text)
