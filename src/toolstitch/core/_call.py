@@ -649,12 +649,13 @@ class CallOwner:
         ``hot=False``: the row was read and the fragment counted by :meth:`take`, which also
         announces a refusal itself. ``replace``: ``text`` is the whole text, resent (only through
         ``take``)."""
+        metrics = call._metrics
         if hot:
             if call._row[FRAGMENT] is not _append or not call._chars:
                 return False
-            call._metrics.fragments += 1
-        size = len(text) if text.isascii() else text_size(text)
-        metrics = call._metrics
+            metrics.fragments += 1
+        n = len(text)
+        size = n if text.isascii() else text_size(text)
         left = self.bytes_left - size
         if left < 0:  # over the stream's bound: a replacement replaces nothing
             metrics.bytes += size
@@ -671,7 +672,7 @@ class CallOwner:
         if bytes_left < 0:
             _exceed(call, "max_argument_bytes", bytes_left + metrics.bytes, text, notes)
             return self._refused(call, events, hot)
-        if size != len(text) and not call._surrogates and has_lone_surrogate(text):
+        if size != n and not call._surrogates and has_lone_surrogate(text):
             call._surrogates = True
         parts = call._parts
         parts.append(text)
@@ -680,7 +681,7 @@ class CallOwner:
             parts.clear()
         call._joined = None
         chars = call._chars
-        call._chars = chars + len(text)
+        call._chars = chars + n
         if not want:
             return True
         # Events are read: the scanner is asked where the JSON stands, and the early check what the
@@ -716,7 +717,7 @@ class CallOwner:
         if body and early.free and early.offset == chars:
             # The scanner read the fragment as staying inside a string, and the check is in a string
             # nobody checks: nothing there for it but the offset.
-            early.offset = chars + len(text)
+            early.offset = chars + n
             return True
         reason = early.feed(text, chars)
         if reason is not None:

@@ -5,7 +5,9 @@ replayed) goes through :func:`read_chunk`: the envelope, each choice, each delta
 ``delta.tool_calls`` entry. Each decision (which choice, which call, which id and name, which limit,
 which anomaly) is made once, here or in the module this calls for it (``_values.py`` for one value,
 ``_route.py`` for which call a fragment belongs to); there is no second path for a common shape.
-It is cheap because a standard chunk asks few questions, not because it is read by other code:
+It is cheap because a standard chunk asks few questions, not because it is read by other code
+(the one shortcut, :func:`_continues`, only tells that a chunk asks none of them and hands its
+fragment to the owner, as the long way would: ``tests/core/test_hot_exit.py`` holds it to that):
 the fields of an object are read from one dict, nothing is built per chunk but the events asked
 for, and argument text is appended, never scanned (rule 2 of docs/design.md). Where an object is
 one of the SDK's own chunk classes with no unknown fields, the line that reads it takes the values
@@ -156,6 +158,8 @@ def read_chunk(acc: Accumulator, chunk: Any, events: list[Event], want: bool) ->
                 events,
             )
         return
+    if len(choices) == 1 and _continues(acc, choices[0], events, want):
+        return
     seen: set[int] | None = set() if len(choices) > 1 else None
     for raw in choices:
         if type(raw) is _SdkChoice and not raw.__pydantic_extra__:
@@ -247,6 +251,78 @@ _CHOICE = Shape(
 _DELTA = Shape(DELTA_KEYS, ("tool_calls", "content", "role", "refusal", "function_call"))
 _ENTRY = Shape(TOOL_CALL_KEYS, ("index", "id", "type", "function"))
 _FUNCTION = Shape(FUNCTION_KEYS, ("name", "arguments"))
+
+
+def _continues(acc: Accumulator, raw: Any, events: list[Event], want: bool) -> bool:
+    """The chunk's one choice is the SDK's own piece of nothing but one plain continuation (an
+    index and argument text, no ``{``, for a call the choice has at that index): handed to the
+    owner's hot transition (:meth:`~._call.CallOwner.append`). True when it took it; False, with
+    nothing done, for anything else, which the lines of :func:`read_chunk` read.
+
+    No decision is made here: each test only checks that the piece asks none of the questions
+    the full reading answers (an unknown field, a finish, logprobs, content, a role, a refusal, an
+    id, a name, a type, a text that may open a new JSON value: ``_route.resolve_call``), and the
+    owner decides what the text does to the call, as it does for every fragment. Most chunks of a
+    stream are this piece; reading it in one frame is what keeps a chunk cheap (rule 7).
+    """
+    if type(raw) is not _SdkChoice or raw.__pydantic_extra__:
+        return False
+    try:
+        index, delta, finish, logprobs = _CHOICE.take(raw.__dict__)
+    except KeyError:
+        return False
+    if finish is not None or logprobs is not None or type(delta) is not _SdkDelta or delta.__pydantic_extra__:
+        return False
+    try:
+        tool_calls, content, role, refusal, function_call = _DELTA.take(delta.__dict__)
+    except KeyError:
+        return False
+    if (
+        content is not None
+        or role is not None
+        or refusal is not None
+        or function_call is not None
+        or type(tool_calls) is not list
+        or len(tool_calls) != 1
+        or type(index) is not int
+    ):
+        return False
+    state = acc._choices.get(index)
+    entry = tool_calls[0]
+    if state is None or type(entry) is not _SdkEntry or entry.__pydantic_extra__:
+        return False
+    try:
+        position, fid, ftype, function = _ENTRY.take(entry.__dict__)
+    except KeyError:
+        return False
+    if (
+        fid is not None
+        or ftype is not None
+        or type(function) is not _SdkFunction
+        or function.__pydantic_extra__
+    ):
+        return False
+    try:
+        name, arguments = _FUNCTION.take(function.__dict__)
+    except KeyError:
+        return False
+    if name is not None or type(arguments) is not str or not arguments or "{" in arguments:
+        return False
+    table = state.table
+    call = table.by_index.get(position) if type(position) is int else None
+    if call is None or table.chains:
+        return False
+    acc._touched = call
+    notes: list[Anomaly] = []
+    try:
+        if not acc._owner.append(call, arguments, notes, events, want):
+            return False
+    except Exception as exc:
+        acc._fragment_fault(state, exc, entry, events)
+        return True
+    for note in notes:  # a limit it reached
+        acc._record(note, call, events)
+    return True
 
 
 def _read_delta_rest(
@@ -342,7 +418,8 @@ def read_fragment(
     Returns the call it reached (None when it opened none).
 
     One path, with an early exit: a plain continuation (an index and argument text, nothing
-    else, that the router finds an open call for) is handed to the owner's hot transition
+    else, that the router finds an open call for; one in a chunk that carries nothing else was
+    handed over before, by :func:`_continues`) is handed to the owner's hot transition
     (:meth:`~._call.CallOwner.append`) as soon as it is routed; whatever that transition does not
     take (a call not open, or not begun, a limit) goes on through the lines below it.
     """
