@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import asdict
+from operator import itemgetter
 from typing import Any, Literal
 
 from openai.types.chat import ChatCompletion
@@ -58,6 +59,14 @@ from ._values import MAX_LABEL, REASONING_FIELDS, opt_int, opt_str, show
 __all__ = ["Accumulator", "StreamMetrics"]
 
 _ENVELOPE_FIELDS = ("id", "model", "created", "object", "system_fingerprint", "service_tier")
+_ENVELOPE_PROBE = itemgetter(*_ENVELOPE_FIELDS)
+
+
+def _blank(fields: tuple[str, ...]) -> Any:
+    """What ``itemgetter(*fields)`` returns for a chunk where all of them are null."""
+    return None if len(fields) == 1 else (None,) * len(fields)
+
+
 _MAX_FINISH_REASONS = 16
 """How many finish_reasons of one choice are kept (a hostile server can send one per chunk)."""
 
@@ -123,6 +132,10 @@ class Accumulator(CallStore):
         self._extra: dict[str, Any] = {}
         self._envelope_unset: tuple[str, ...] = _ENVELOPE_FIELDS
         """The envelope fields not kept yet (the first usable value wins): read while any is left."""
+        self._envelope_probe: Callable[[dict[str, Any]], Any] | None = _ENVELOPE_PROBE
+        """Those fields of a chunk in one C call (None once all are kept): a chunk is read for its
+        envelope only when they are not all null (``_envelope_blank``)."""
+        self._envelope_blank: Any = _blank(_ENVELOPE_FIELDS)
 
     _read = read_chunk  # type: ignore[assignment]  # the reader takes the chat accumulator
     """Read one chunk: the one reader of chunks (``_read.py``), called as a method (no frame of
@@ -164,7 +177,10 @@ class Accumulator(CallStore):
                 setattr(self, "_" + key, kept)
                 kept_any = True
         if kept_any:
-            self._envelope_unset = tuple(k for k in _ENVELOPE_FIELDS if getattr(self, "_" + k) is None)
+            unset = tuple(k for k in _ENVELOPE_FIELDS if getattr(self, "_" + k) is None)
+            self._envelope_unset = unset
+            self._envelope_probe = itemgetter(*unset) if unset else None
+            self._envelope_blank = _blank(unset)
 
     def _take_chunk_fields(self, unknown: dict[str, Any], events: list[Event]) -> None:
         """Unknown chunk fields, kept for the final completion (rule 6), within the limits."""

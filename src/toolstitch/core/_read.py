@@ -140,11 +140,14 @@ def read_chunk(acc: Accumulator, chunk: Any, events: list[Event], want: bool) ->
             # Like the SDK (``openai._streaming``): any truthy ``error`` is a failure, object or string.
             raise InBandError(error)
         acc._take_chunk_fields(unknown, events)
-    if acc._envelope_unset:  # the envelope fields not kept yet (none, once all are)
-        for key in acc._envelope_unset:
-            if fields.get(key) is not None:
-                acc._take_envelope(fields)
-                break
+    probe = acc._envelope_probe  # the envelope fields not kept yet (None, once all are)
+    if probe is not None:
+        try:
+            news = probe(fields) != acc._envelope_blank
+        except KeyError:  # a dict, or a model built without them: asked one by one
+            news = any(fields.get(key) is not None for key in acc._envelope_unset)
+        if news:
+            acc._take_envelope(fields)
     if usage is not None:
         acc._take_usage(usage, events)
     if type(choices) is not list or not choices:
