@@ -59,12 +59,12 @@ from ._values import MAX_LABEL, REASONING_FIELDS, opt_int, opt_str, show
 __all__ = ["Accumulator", "StreamMetrics"]
 
 _ENVELOPE_FIELDS = ("id", "model", "created", "object", "system_fingerprint", "service_tier")
-_ENVELOPE_PROBE = itemgetter(*_ENVELOPE_FIELDS)
 
 
-def _blank(fields: tuple[str, ...]) -> Any:
-    """What ``itemgetter(*fields)`` returns for a chunk where all of them are null."""
-    return None if len(fields) == 1 else (None,) * len(fields)
+def _probe(fields: tuple[str, ...]) -> Callable[[dict[str, Any]], tuple[Any, ...]]:
+    """``fields`` of a chunk as a tuple (a single field is asked twice: ``itemgetter`` of one key
+    returns the value itself)."""
+    return itemgetter(*fields, *fields[:1]) if len(fields) == 1 else itemgetter(*fields)
 
 
 _MAX_FINISH_REASONS = 16
@@ -132,10 +132,9 @@ class Accumulator(CallStore):
         self._extra: dict[str, Any] = {}
         self._envelope_unset: tuple[str, ...] = _ENVELOPE_FIELDS
         """The envelope fields not kept yet (the first usable value wins): read while any is left."""
-        self._envelope_probe: Callable[[dict[str, Any]], Any] | None = _ENVELOPE_PROBE
-        """Those fields of a chunk in one C call (None once all are kept): a chunk is read for its
-        envelope only when they are not all null (``_envelope_blank``)."""
-        self._envelope_blank: Any = _blank(_ENVELOPE_FIELDS)
+        self._envelope_probe: Callable[[dict[str, Any]], tuple[Any, ...]] | None = _probe(_ENVELOPE_FIELDS)
+        """Those fields of a chunk as one tuple, in one C call (None once all are kept): a chunk is
+        read for its envelope only when one of them is not null."""
 
     _read = read_chunk  # type: ignore[assignment]  # the reader takes the chat accumulator
     """Read one chunk: the one reader of chunks (``_read.py``), called as a method (no frame of
@@ -179,8 +178,7 @@ class Accumulator(CallStore):
         if kept_any:
             unset = tuple(k for k in _ENVELOPE_FIELDS if getattr(self, "_" + k) is None)
             self._envelope_unset = unset
-            self._envelope_probe = itemgetter(*unset) if unset else None
-            self._envelope_blank = _blank(unset)
+            self._envelope_probe = _probe(unset) if unset else None
 
     def _take_chunk_fields(self, unknown: dict[str, Any], events: list[Event]) -> None:
         """Unknown chunk fields, kept for the final completion (rule 6), within the limits."""

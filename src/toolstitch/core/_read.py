@@ -28,6 +28,8 @@ arrived for it.
 
 from __future__ import annotations
 
+from functools import partial
+from operator import is_not
 from typing import TYPE_CHECKING, Any
 
 from openai.types.chat import ChatCompletionChunk as _SdkChunk
@@ -143,7 +145,7 @@ def read_chunk(acc: Accumulator, chunk: Any, events: list[Event], want: bool) ->
     probe = acc._envelope_probe  # the envelope fields not kept yet (None, once all are)
     if probe is not None:
         try:
-            news = probe(fields) != acc._envelope_blank
+            news = any(map(_NOT_NONE, probe(fields)))  # identity only: no value's __eq__ runs
         except KeyError:  # a dict, or a model built without them: asked one by one
             news = any(fields.get(key) is not None for key in acc._envelope_unset)
         if news:
@@ -246,6 +248,7 @@ def read_chunk(acc: Accumulator, chunk: Any, events: list[Event], want: bool) ->
             acc._fault(state, exc, sealing, events)
 
 
+_NOT_NONE = partial(is_not, None)
 _CHUNK = Shape(CHUNK_KEYS, ("usage", "choices"))
 _CHOICE = Shape(
     frozenset({"index", "delta", "finish_reason", "logprobs"}),
