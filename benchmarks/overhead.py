@@ -8,6 +8,11 @@ Workloads (``workloads.py``; issue 12): W2, 8 interleaved calls of 500 B in 5-by
 
 * ``bare loop``        a hand-written merge: fragments appended to a list per ``index``, joined
   and ``json.loads``-ed at the end; no checks at all (the floor);
+* ``checked read``     the bare loop with the reading a fail-closed reader cannot skip: each of the
+  chunk's SDK objects checked for its exact type and for extra fields, every declared field of it
+  taken from ``__dict__`` (what toolstitch's reader does, ``core/_read.py``), and the argument text
+  kept only when nothing else is set; no limits, no events, no scanner (a floor for any checked
+  reader, not a product);
 * ``toolstitch``       ``Accumulator.feed`` (events returned) then ``get_final_completion``, with
   every check on: the scanner, limits, anomalies, schema validation at seal (the workload's tool
   has a JSON Schema), metrics;
@@ -33,10 +38,17 @@ import json
 import time
 from collections.abc import Callable, Sequence
 from functools import partial
+from operator import itemgetter
 from typing import Any
 
 from openai.lib.streaming.chat import ChatCompletionStreamState
 from openai.types.chat import ChatCompletionChunk
+from openai.types.chat.chat_completion_chunk import (
+    Choice,
+    ChoiceDelta,
+    ChoiceDeltaToolCall,
+    ChoiceDeltaToolCallFunction,
+)
 from workloads import TOOLS, decode, w2, w3  # benchmarks/ is on sys.path when run as a script
 
 import toolstitch as ts
@@ -53,6 +65,50 @@ def bare_loop(chunks: Sequence[Any]) -> None:
                 function = tc.function
                 if function is not None and function.arguments:
                     pieces.append(function.arguments)
+    for pieces in parts.values():
+        json.loads("".join(pieces))
+
+
+_CHUNK = itemgetter("usage", "choices")
+_CHOICE = itemgetter("index", "delta", "finish_reason", "logprobs")
+_DELTA = itemgetter("tool_calls", "content", "role", "refusal", "function_call")
+_ENTRY = itemgetter("index", "id", "type", "function")
+_FUNCTION = itemgetter("name", "arguments")
+
+
+def checked_read(chunks: Sequence[Any]) -> None:
+    parts: dict[int, list[str]] = {}
+    for chunk in chunks:
+        if type(chunk) is not ChatCompletionChunk or chunk.__pydantic_extra__:
+            continue
+        usage, choices = _CHUNK(chunk.__dict__)
+        if usage is not None or type(choices) is not list:
+            continue
+        for choice in choices:
+            if type(choice) is not Choice or choice.__pydantic_extra__:
+                continue
+            _, delta, finish, logprobs = _CHOICE(choice.__dict__)
+            if finish is not None or logprobs is not None:
+                continue
+            if type(delta) is not ChoiceDelta or delta.__pydantic_extra__:
+                continue
+            tool_calls, content, _role, refusal, function_call = _DELTA(delta.__dict__)
+            if content is not None or refusal is not None or function_call is not None:
+                continue
+            if type(tool_calls) is not list:
+                continue
+            for entry in tool_calls:
+                if type(entry) is not ChoiceDeltaToolCall or entry.__pydantic_extra__:
+                    continue
+                index, _, _, function = _ENTRY(entry.__dict__)
+                if type(function) is not ChoiceDeltaToolCallFunction or function.__pydantic_extra__:
+                    continue
+                _, arguments = _FUNCTION(function.__dict__)
+                if type(arguments) is str and arguments:
+                    pieces = parts.get(index)
+                    if pieces is None:
+                        pieces = parts[index] = []
+                    pieces.append(arguments)
     for pieces in parts.values():
         json.loads("".join(pieces))
 
@@ -108,7 +164,12 @@ def per_chunk_table(name: str, chunks: Sequence[Any], repeat: int, helper_repeat
     n = len(chunks)
     results = interleaved(
         repeat,
-        {"bare loop": bare_loop, "toolstitch": toolstitch, "toolstitch quiet": toolstitch_quiet},
+        {
+            "bare loop": bare_loop,
+            "checked read": checked_read,
+            "toolstitch": toolstitch,
+            "toolstitch quiet": toolstitch_quiet,
+        },
         chunks,
     )
     results["sdk helper"] = best_of(helper_repeat, sdk_helper, chunks)
