@@ -1,8 +1,8 @@
 """Machine instructions per chunk, counted by valgrind: ``overhead.py``'s ratios without the noise.
 
 Run: ``.venv/bin/python benchmarks/machine_instructions.py`` (``--help`` for more). It needs
-valgrind (``apt-get install valgrind``); it is a tool for this benchmark only, not a dependency of
-the package or its tests.
+valgrind (``apt-get install valgrind``) and Python 3.11 or newer; valgrind is a tool for this
+benchmark only, not a dependency of the package or its tests.
 
 ``overhead.py`` times the contenders, and on a shared virtual machine the bare loop's own time moves
 by more than half from one run to the next (0.7 to 1.7 µs per chunk on one afternoon), so the ratio
@@ -105,6 +105,8 @@ def main() -> None:
     if args.child:
         child(args.runs, args.single)
         return
+    if not hasattr(operator, "call"):
+        raise SystemExit("this benchmark needs Python 3.11 or newer (operator.call)")
     valgrind = shutil.which("valgrind")
     if valgrind is None:
         raise SystemExit("valgrind is not installed (apt-get install valgrind)")
@@ -130,6 +132,11 @@ def main() -> None:
             raise SystemExit(f"valgrind failed ({done.returncode}):\n{done.stderr[-2000:]}")
         counts = _counts(folder, "cg")
     workloads = _workloads(args.single)
+    if not counts:
+        raise SystemExit(
+            "callgrind counted nothing: it found no function _operator_call in this Python"
+            " (a build without symbols?)"
+        )
     if len(counts) != len(workloads) * len(CONTENDERS):
         raise SystemExit(f"expected {len(workloads) * len(CONTENDERS)} counts, got {len(counts)}")
     for w, (title, chunks) in enumerate(workloads.items()):
