@@ -56,6 +56,8 @@ from typing import TYPE_CHECKING, Any
 
 import openai
 
+from ._sdk import init_api_error
+
 if TYPE_CHECKING:
     from .core import ToolCall
     from .history import HistoryProblem
@@ -355,7 +357,9 @@ class UnsafeToolCallError(ToolstitchError, openai.APIError):
     Raised by the stream in place of the chunk that finished the choice, so code that decides on its
     own what to execute (a framework) never sees that choice finish and runs none of its calls. It is
     an ``openai.APIError`` (``body`` holds ``type: "toolstitch_guard"`` and ``code:
-    "unsafe_tool_call"``; ``request`` is the stream's HTTP request, None for ``ts.stitch`` sources), so
+    "unsafe_tool_call"``; ``request`` is the stream's HTTP request as the SDK keeps it for its own
+    errors (openai 3.60 and newer: a copy without the secret headers), None when the stream had no
+    HTTP request, such as ``ts.stitch`` over chunks), so
     a framework's own error handling and retries treat it as an error of the API call.
 
     ``tool_calls`` are the calls that are not ready (each with its ``status``, ``error`` and raw
@@ -366,7 +370,7 @@ class UnsafeToolCallError(ToolstitchError, openai.APIError):
         self, message: str, *, tool_calls: Sequence[ToolCall], choice: int | None, request: Any = None
     ) -> None:
         body = {"message": message, "type": "toolstitch_guard", "code": "unsafe_tool_call"}
-        openai.APIError.__init__(self, message, request, body=body)
+        init_api_error(self, message, request, body=body)
         self.tool_calls = list(tool_calls)
         self.choice = choice
 

@@ -399,7 +399,7 @@ def test_raw_corpus_bytes_give_what_the_sdk_gives_over_http(
 
 def _no_request(value: Any) -> Any:
     if isinstance(value, openai.APIError):
-        return openai.APIError(value.message, None, body=value.body)  # type: ignore[arg-type]
+        return (type(value), value.message, value.body, value.code, value.type, value.param)
     return value
 
 

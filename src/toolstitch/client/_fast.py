@@ -32,12 +32,16 @@ The contract is equality: a chunk built here has the same class, ``__dict__``, `
 
 The plan is derived from the installed release's annotations; anything it cannot prove (a float, a
 dict, an alias, a non-``None`` default on a construct-path model) disables the fast builder. A
-self-check at first use compares both builders on a sample of chunks (and both SSE decoders on a
-sample of bodies); a release where they differ keeps the SDK's decoding and says so once, with a
-:class:`~toolstitch.errors.FastDecodeWarning`.
+self-check at first use proves the rest on the installed release, against what it does now, not
+what an older release did: the fast builder against the SDK's own ``_process_response_data`` on a
+sample of chunks, the SDK's own stream loop run over sample bodies with the stand-in client and
+without it, that method's parameters (the stand-in takes exactly those), and both SSE decoders on
+a sample of bodies. A release where any of these differ keeps the SDK's decoding and says so once,
+with a :class:`~toolstitch.errors.FastDecodeWarning`.
 
-The SDK internals this relies on, each checked where it is used (a release without one, or where
-one behaves differently, keeps the SDK's own decoding for that stream or for good):
+The SDK internals this relies on (each in docs/sdk-internals.md with the test that pins it), each
+checked where it is used (a release without one, or where one behaves differently, keeps the SDK's
+own decoding for that stream or for good):
 
 * ``openai._models.construct_type`` and ``BaseModel.construct`` (how the SDK builds a chunk: the
   reference the self-check compares with, and the fallback for a chunk the fast builder declines);
@@ -56,6 +60,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import json
 import math
 import threading
 import types
@@ -71,6 +76,7 @@ from openai import _models as sdk_models
 from openai import _streaming as sdk_streaming
 from openai.types.chat import ChatCompletionChunk
 
+from .._sdk import http_module
 from ..errors import FastDecodeWarning
 from . import _fast_events, _fast_stream, _sse
 
@@ -312,11 +318,67 @@ def _sample_chunks() -> list[Any]:
     ]
 
 
+def _sdk_process(data: Any, cast_to: Any) -> Any:
+    """What the installed release's own step gives for ``data``: ``BaseClient._process_response_data``
+    on a client that constructs (as every client does by default), the very method the stand-in
+    replaces, so a release that changed it (another construction, a step after it) is compared as
+    it now is, not as ``construct_type`` once was."""
+    http = http_module()
+    response = http.Response(200, request=http.Request("POST", "http://toolstitch.invalid/"))
+    return _BytesClient()._process_response_data(data=data, cast_to=cast_to, response=response)
+
+
 def _sdk_build(data: Any) -> Any:
     try:
-        return ("value", sdk_models.construct_type(type_=ChatCompletionChunk, value=data))
+        return ("value", _sdk_process(data, ChatCompletionChunk))
     except Exception as exc:
         return ("error", type(exc), str(exc))
+
+
+#: The parameters of ``BaseClient._process_response_data`` the stand-in takes (by keyword, as the
+#: SDK's stream loops pass them). A release that adds one may pass it: the stand-in would fail.
+_PROCESSING_PARAMETERS = ("self", "data", "cast_to", "response")
+
+
+def _processing_known() -> bool:
+    """Whether this release's ``_process_response_data`` takes exactly what the stand-in takes."""
+    method = getattr(openai_base.BaseClient, "_process_response_data", None)
+    if method is None:
+        return False
+    parameters = inspect.signature(method).parameters.values()
+    return tuple(p.name for p in parameters) == _PROCESSING_PARAMETERS and all(
+        p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) for p in parameters
+    )
+
+
+_DONE = b"data: [DONE]\n\n"
+_IN_BAND_ERROR = b'data: {"error": {"message": "overloaded"}}\n\n'
+
+
+def _chat_loop_agrees() -> bool:
+    """Whether the SDK's own chat stream loop, handed the stand-in client, yields and raises what
+    it does with the SDK's client: over an in-band error, and over the sample chunks (one read
+    each, then ``[DONE]``; after a sample the SDK raises on, the loop runs again over the rest). So
+    a release whose loop calls the client differently is caught here, not in a user's stream."""
+
+    def outcome(body: tuple[bytes, ...]) -> list[Any] | None:
+        plain = _loop_outcome(body, None, ChatCompletionChunk)
+        fast = _loop_outcome(body, None, ChatCompletionChunk, stand_in=True)
+        return plain if same_value(plain, fast) else None
+
+    if outcome((_IN_BAND_ERROR,)) is None:
+        return False
+    reads = [b"data: " + json.dumps(sample).encode() + b"\n\n" for sample in _sample_chunks()]
+    while reads:
+        body = (*reads, _DONE)
+        plain = outcome(body)
+        if plain is None:
+            return False
+        taken = plain[-1][0]  # how many reads the loop took: all of them, or up to what raised
+        if not 0 < taken < len(body):
+            break
+        reads = reads[taken:]
+    return True
 
 
 def _builder_agrees() -> bool:
@@ -340,7 +402,7 @@ def _events_agree() -> bool:
             continue
         built += 1
         try:
-            expected = sdk_models.construct_type(type_=_fast_events.EVENT_TYPE, value=_copy(sample))
+            expected = _sdk_process(_copy(sample), _fast_events.EVENT_TYPE)
         except Exception:
             return False
         if not same_value(event, expected):
@@ -436,13 +498,20 @@ def fast_decode_status() -> _Status:
         if _ROOT is None:
             reason = f"openai {version}: ChatCompletionChunk has fields the fast builder cannot prove equal"
             return _Status(False, decoder, reason, responses_later=True)
+        if not _processing_known():
+            reason = f"openai {version}: its _process_response_data takes other parameters"
+            return _Status(False, decoder, reason, responses_later=True)
         try:
             builder = _builder_agrees()
+            loop = builder and _chat_loop_agrees()
         except Exception as exc:  # a self-check that fails proves nothing: keep the SDK's decoding
             reason = f"openai {version}: the self-check failed ({type(exc).__name__})"
             return _Status(False, decoder, reason, responses_later=True)
         if not builder:
             reason = f"openai {version}: its chunks differ from the fast builder's"
+            return _Status(False, decoder, reason, responses_later=True)
+        if not loop:
+            reason = f"openai {version}: its stream loop hands chunks on differently with the fast builder"
             return _Status(False, decoder, reason, responses_later=True)
         return _Status(True, decoder, "", responses_later=True)
 
@@ -461,6 +530,8 @@ def _events_status(version: str) -> tuple[bool, str]:
     """``(events, reason)``: whether Responses events build fast on this release, and why not."""
     if _fast_events.EVENT_TYPE is None:
         return False, ""  # no Responses API: nothing to decode, nothing to say
+    if not _processing_known():
+        return False, f"openai {version}: its _process_response_data takes other parameters"
     try:
         if _events_agree():
             return True, ""
@@ -469,11 +540,18 @@ def _events_status(version: str) -> tuple[bool, str]:
     return False, f"openai {version}: its Responses events differ from the fast builder's"
 
 
-def _loop_outcome(reads: tuple[bytes, ...], loop: Callable[[Any], Iterator[Any]] | None) -> list[Any]:
-    """What iterating a Responses stream over ``reads`` gives with the SDK's loop (or ``loop``, such
-    as :func:`._fast_stream.iterate`): its events, then its error, how many reads it took and
-    whether its response ended closed."""
-    http = _http_module()
+def _loop_outcome(
+    reads: tuple[bytes, ...],
+    loop: Callable[[Any], Iterator[Any]] | None,
+    cast_to: Any = None,
+    *,
+    stand_in: bool = False,
+) -> list[Any]:
+    """What iterating a stream of ``cast_to`` (Responses events by default) over ``reads`` gives
+    with the SDK's loop (or ``loop``, such as :func:`._fast_stream.iterate`; with ``stand_in``, the
+    SDK's loop holding the fast stand-in client): its events, then its error, how many reads it
+    took and whether its response ended closed."""
+    http = http_module()
     taken: list[bytes] = []
 
     def body() -> Iterator[bytes]:
@@ -483,7 +561,10 @@ def _loop_outcome(reads: tuple[bytes, ...], loop: Callable[[Any], Iterator[Any]]
 
     request = http.Request("POST", "http://toolstitch.invalid/responses")
     response = http.Response(200, content=body(), request=request)
-    stream = openai.Stream(cast_to=_fast_events.EVENT_TYPE, response=response, client=_BytesClient())  # type: ignore[arg-type]
+    kind = _fast_events.EVENT_TYPE if cast_to is None else cast_to
+    stream: Any = openai.Stream(cast_to=kind, response=response, client=_BytesClient())  # type: ignore[arg-type]
+    if stand_in:
+        stream._client = _FastClient(stream._client, kind is not ChatCompletionChunk)
     if loop is not None:
         stream._iterator = loop(stream)
     out: list[Any] = []
@@ -632,11 +713,6 @@ async def _abytes(source: AsyncIterable[Any]) -> AsyncIterator[Any]:
         yield as_bytes(read)
 
 
-def _http_module() -> Any:
-    """The HTTP library this ``openai`` release is built on (``httpx``, or ``httpx2`` in 3.x)."""
-    return getattr(openai_base, "httpx2", None) or getattr(openai_base, "httpx")  # noqa: B009
-
-
 def stream_from_bytes(source: Iterable[bytes] | AsyncIterable[bytes], *, decode: Decode = "fast") -> Any:
     """An ``openai.Stream[ChatCompletionChunk]`` (``AsyncStream`` for an async iterable) over the raw
     bytes of a streamed chat completion body, decoded exactly as the SDK decodes a response:
@@ -645,7 +721,7 @@ def stream_from_bytes(source: Iterable[bytes] | AsyncIterable[bytes], *, decode:
     chunks are built by :func:`build_chunk`, equal to the SDK's. For ``ts.stitch`` over bytes."""
     if decode not in ("sdk", "fast"):
         raise ValueError(f'decode must be "sdk" or "fast", not {decode!r}')
-    http = _http_module()
+    http = http_module()
     request = http.Request("POST", "http://toolstitch.invalid/chat/completions")
     is_async = isinstance(source, AsyncIterable)
     reads: Any = source  # not iterable: the HTTP library says so, as it did
