@@ -26,6 +26,7 @@ from openai import _base_client as openai_base
 from openai.types.chat import ChatCompletionChunk
 
 import toolstitch as ts
+from tests.client.test_dropin import needs_helper
 from toolstitch._sdk import http_module
 from toolstitch.client import _fast
 from toolstitch.errors import FastDecodeWarning
@@ -356,6 +357,7 @@ def test_pin_prepare_url() -> None:
         assert joined.raw_path.decode() == "/openai/v1/chat/completions"
 
 
+@needs_helper
 def test_pin_the_helpers_raw_stream(server: LocalServer) -> None:
     """The ``stream()`` helper's ``ChatCompletionStream`` reads chunks from ``_raw_stream``; a
     wrapped client's helper reads them through toolstitch."""
