@@ -498,3 +498,17 @@ def test_a_loop_that_calls_the_client_differently_keeps_the_sdk_decoding(
         got = _streams(server, client, 1)[0]
     assert got == _streams(server, server.client(), 1)[0]
     assert real_loop is not loop
+
+
+@pytest.mark.parametrize(
+    "replacement", [None, 42, next, print], ids=["gone", "not callable", "no signature", "other parameters"]
+)
+def test_a_processing_method_that_cannot_be_read_proves_nothing(
+    fresh_self_check: pytest.MonkeyPatch, replacement: Any
+) -> None:
+    """A release whose ``_process_response_data`` is gone or unreadable keeps the SDK's decoding;
+    the self-check says why and raises nothing."""
+    fresh_self_check.setattr(openai_base.BaseClient, "_process_response_data", replacement)
+    assert not _fast._processing_known()
+    status = _fast.fast_decode_status()
+    assert not status.builder and "parameters" in status.reason

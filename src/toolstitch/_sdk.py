@@ -13,7 +13,7 @@ from typing import Any
 import openai
 from openai import _base_client
 
-__all__ = ["http_module", "init_api_error"]
+__all__ = ["http_module", "init_api_error", "stand_in_request"]
 
 
 def http_module() -> Any:
@@ -24,8 +24,11 @@ def http_module() -> Any:
     return getattr(_base_client, "httpx2", None) or getattr(_base_client, "httpx")  # noqa: B009
 
 
-# A request that never existed, for the SDK's constructor to read when there was none (below).
-_NO_REQUEST_URL = "http://toolstitch.invalid/"
+def stand_in_request(path: str = "") -> Any:
+    """A request of the SDK's HTTP library that was never sent (to ``toolstitch.invalid``, a name
+    that cannot resolve): what the SDK's constructors read where no request exists, such as the
+    response of a body that came from no client, or an error built without one."""
+    return http_module().Request("POST", "http://toolstitch.invalid/" + path)
 
 
 def init_api_error(error: openai.APIError, message: str, request: Any, *, body: object) -> None:
@@ -44,6 +47,5 @@ def init_api_error(error: openai.APIError, message: str, request: Any, *, body: 
     if request is not None:
         openai.APIError.__init__(error, message, request, body=body)
         return
-    stand_in = http_module().Request("POST", _NO_REQUEST_URL)
-    openai.APIError.__init__(error, message, stand_in, body=body)
+    openai.APIError.__init__(error, message, stand_in_request(), body=body)
     error.request = None  # type: ignore[assignment]  # the SDK types it as always present

@@ -76,7 +76,7 @@ from openai import _models as sdk_models
 from openai import _streaming as sdk_streaming
 from openai.types.chat import ChatCompletionChunk
 
-from .._sdk import http_module
+from .._sdk import http_module, stand_in_request
 from ..errors import FastDecodeWarning
 from . import _fast_events, _fast_stream, _sse
 
@@ -323,8 +323,7 @@ def _sdk_process(data: Any, cast_to: Any) -> Any:
     on a client that constructs (as every client does by default), the very method the stand-in
     replaces, so a release that changed it (another construction, a step after it) is compared as
     it now is, not as ``construct_type`` once was."""
-    http = http_module()
-    response = http.Response(200, request=http.Request("POST", "http://toolstitch.invalid/"))
+    response = http_module().Response(200, request=stand_in_request())
     return _BytesClient()._process_response_data(data=data, cast_to=cast_to, response=response)
 
 
@@ -343,9 +342,10 @@ _PROCESSING_PARAMETERS = ("self", "data", "cast_to", "response")
 def _processing_known() -> bool:
     """Whether this release's ``_process_response_data`` takes exactly what the stand-in takes."""
     method = getattr(openai_base.BaseClient, "_process_response_data", None)
-    if method is None:
+    try:
+        parameters = inspect.signature(method).parameters.values()  # type: ignore[arg-type]
+    except (TypeError, ValueError):  # gone, or not a function any more: nothing is proven
         return False
-    parameters = inspect.signature(method).parameters.values()
     return tuple(p.name for p in parameters) == _PROCESSING_PARAMETERS and all(
         p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) for p in parameters
     )
@@ -559,8 +559,7 @@ def _loop_outcome(
             taken.append(read)
             yield read
 
-    request = http.Request("POST", "http://toolstitch.invalid/responses")
-    response = http.Response(200, content=body(), request=request)
+    response = http.Response(200, content=body(), request=stand_in_request("responses"))
     kind = _fast_events.EVENT_TYPE if cast_to is None else cast_to
     stream: Any = openai.Stream(cast_to=kind, response=response, client=_BytesClient())  # type: ignore[arg-type]
     if stand_in:
@@ -722,7 +721,7 @@ def stream_from_bytes(source: Iterable[bytes] | AsyncIterable[bytes], *, decode:
     if decode not in ("sdk", "fast"):
         raise ValueError(f'decode must be "sdk" or "fast", not {decode!r}')
     http = http_module()
-    request = http.Request("POST", "http://toolstitch.invalid/chat/completions")
+    request = stand_in_request("chat/completions")
     is_async = isinstance(source, AsyncIterable)
     reads: Any = source  # not iterable: the HTTP library says so, as it did
     if is_async:
