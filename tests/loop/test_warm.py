@@ -157,3 +157,19 @@ def test_warm_must_be_callable() -> None:
 
     with pytest.raises(TypeError, match="warm"):
         tool(read_only=True, warm=42)(search)  # type: ignore[arg-type]
+
+
+def test_a_hanging_sync_warm_up_never_holds_the_worker_the_call_needs(server: LocalServer) -> None:
+    # Issue 41 item 5: the warm-up ran in the toolbox's pool; with one worker the call waited behind it
+    # for the warm-up's whole run although warm_timeout had passed.
+    setup = Setup(hold=True)
+    server.enqueue(calls_reply(CALL), text_reply("done"))
+    try:
+        with Toolbox([make_tool(setup)], max_workers=1, warm_timeout=0.3, timeout=HANDSHAKE * 2) as box:
+            result = ts.run(server.client(), model="m", messages=user(), toolbox=box)
+            warm = box.warm_state("search")
+            assert warm is not None and warm.status == "timeout" and warm.finished_at is None
+    finally:
+        setup.release.set()
+    assert [r.status for r in result.steps[0].results] == ["ok"]
+    assert [r.value for r in result.steps[0].results] == ["cold"]

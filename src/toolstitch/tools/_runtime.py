@@ -1,20 +1,27 @@
 """A toolbox's threads: the bounded pool for sync tools and an event loop for async ones.
 
 It lives in its own module so that the :class:`~toolstitch.Toolbox` can own it (made on first use,
-released by ``close()``) while the executor only uses it.
+released by ``close()``) while the executor only uses it. ``close()`` waits at most
+:data:`CLOSE_GRACE` seconds in all: for sync tools still running (abandoned ones too: see
+:mod:`._workers`) and for async tools to unwind after their cancellation.
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import inspect
 import threading
+from time import monotonic
 from typing import Any
 
-__all__ = ["Runtime", "is_async_callable"]
+from ._workers import Workers
+
+__all__ = ["CLOSE_GRACE", "Runtime", "is_async_callable"]
 
 _CANCEL_GRACE = 1.0  # seconds an async tool gets to unwind after cancellation before we move on
+
+CLOSE_GRACE = 1.0
+"""Seconds ``Runtime.close()`` (so ``Toolbox.close()``) waits, in all, for the tools still running."""
 
 
 def is_async_callable(fn: Any) -> bool:
@@ -29,11 +36,12 @@ def is_async_callable(fn: Any) -> bool:
 
 
 class Runtime:
-    """A toolbox's threads: the bounded pool for sync tools, and (made on first need) an event loop in
-    a daemon thread for async tools and async callbacks called from sync code."""
+    """A toolbox's threads: the bounded pool for sync tools (:class:`~._workers.Workers`), and (made
+    on first need) an event loop in a daemon thread for async tools and async callbacks called from
+    sync code."""
 
     def __init__(self, max_workers: int | None) -> None:
-        self.pool = concurrent.futures.ThreadPoolExecutor(max_workers, thread_name_prefix="toolstitch-tool")
+        self.pool = Workers(max_workers)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
@@ -52,12 +60,16 @@ class Runtime:
             return self._loop
 
     def close(self) -> None:
-        self.pool.shutdown(wait=False, cancel_futures=True)
+        """Stop the loop (its tasks are cancelled), refuse new sync jobs and cancel the queued ones,
+        then wait for both at most :data:`CLOSE_GRACE` seconds in all."""
+        deadline = monotonic() + CLOSE_GRACE
         with self._lock:
             loop, thread, self._loop, self._thread = self._loop, self._thread, None, None
-        if loop is not None and thread is not None:
-            loop.call_soon_threadsafe(loop.stop)
-            thread.join(_CANCEL_GRACE)
+        if loop is not None:
+            loop.call_soon_threadsafe(loop.stop)  # async tools unwind while the pool closes
+        self.pool.close(max(0.0, deadline - monotonic()))
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(max(0.0, deadline - monotonic()))
 
 
 def _serve_loop(loop: asyncio.AbstractEventLoop, ready: threading.Event) -> None:

@@ -34,14 +34,16 @@ class Toolbox:
     ``error_message``  ``error_message(call, exc) -> str``: what the model reads when a tool raises
                        (``ts.ToolError`` excepted: its text is always used). Default: the tool failed,
                        and the exception's type, never its text.
-    ``max_workers``    threads for sync tools (a bounded pool shared by every batch of this toolbox).
+    ``max_workers``    sync tools running at once (a bounded pool shared by every batch of this
+                       toolbox; a tool abandoned past its timeout stops counting, and warm-ups run
+                       beside it). Default: ``min(32, os.cpu_count() + 4)``.
     ``timeout``        seconds per call for tools that set none (None: no limit).
     ``total_timeout``  seconds for one batch of parallel calls, all together (None: no limit).
     ``warm_timeout``   seconds a call waits for its tool's warm-up (``@tool(warm=...)``) before it
                        runs cold.
 
-    A toolbox owns a thread pool (and, for async tools run from sync code, an event-loop thread);
-    :meth:`close` releases them. It is also a context manager.
+    A toolbox owns a pool of daemon threads (and, for async tools run from sync code, an event-loop
+    thread); :meth:`close` releases them. It is also a context manager.
     """
 
     def __init__(
@@ -194,7 +196,11 @@ class Toolbox:
         return await aexecute(self, calls, **options)
 
     def close(self) -> None:
-        """Release the thread pool and the loop thread. Running sync tools are not waited for."""
+        """Release the thread pool and the loop thread: refuse new calls, cancel the queued sync
+        calls and the running async tools, and wait for what still runs at most 1 second in all
+        (``CLOSE_GRACE``). A sync tool cannot be killed: one still running after that (one abandoned
+        past its timeout, say) finishes on its daemon thread, and the interpreter's exit waits for
+        such threads at most 2 seconds in all (``EXIT_GRACE``) before it ends them."""
         with self._runtime_lock:
             runtime, self._runtime = self._runtime, None
         if runtime is not None:

@@ -8,10 +8,14 @@ the function starts (at most ``Toolbox.warm_timeout`` seconds), so the setup ove
 model spends writing instead of adding to it.
 
 A warm-up that raises or runs out of time is recorded (``WarmUp.status``, a WARNING on the
-``"toolstitch"`` logger) and the tool runs cold: it never fails a call. It is not tried again. A
-sync warm-up runs in the toolbox's thread pool; an async one on the event loop of the run that
-started it (``ts.arun``'s, so loop-bound clients it makes stay usable) or on the toolbox's loop
-thread from sync code, where the toolbox also runs async tools.
+``"toolstitch"`` logger) and the tool runs cold: it never fails a call. It is not tried again.
+
+A sync warm-up runs in a daemon thread of its own (``"toolstitch-warm"``), beside the toolbox's
+pool: a warm-up that hangs must never hold a worker a call needs, and ``warm_timeout`` alone bounds
+a call's wait. Warm-ups start at most once per tool per toolbox, so these threads are bounded by the
+number of tools; nothing waits for them at ``close()`` or at exit. An async warm-up runs on the
+event loop of the run that started it (``ts.arun``'s, so loop-bound clients it makes stay usable) or
+on the toolbox's loop thread from sync code, where the toolbox also runs async tools.
 """
 
 from __future__ import annotations
@@ -107,7 +111,7 @@ class WarmUps:
         """Start ``fn`` for tool ``name`` unless it was started before; return its record.
 
         ``loop``: the running event loop of an async run (an async warm-up runs there); None from
-        sync code (it runs on the toolbox's loop thread)."""
+        sync code (it runs on the toolbox's loop thread). A sync warm-up gets a thread of its own."""
         with self._lock:
             found = self.by_tool.get(name)
             if found is not None:
@@ -118,8 +122,11 @@ class WarmUps:
                 _start_async(warm, fn, loop if loop is not None else runtime().loop())
             else:
                 ctx = contextvars.copy_context()
-                runtime().pool.submit(ctx.run, _run_sync, warm, fn)
-        except BaseException as exc:  # a closed pool, a broken loop: recorded, the tool runs cold
+                thread = threading.Thread(
+                    target=ctx.run, args=(_run_sync, warm, fn), name="toolstitch-warm", daemon=True
+                )
+                thread.start()
+        except BaseException as exc:  # no thread to be had, a broken loop: recorded, the tool runs cold
             warm._settle(exc)
         return warm
 
