@@ -19,6 +19,7 @@ from ..errors import RequestError
 from ..history import (
     HistoryProblem,
     assistant_message,
+    get_dialect,
     response_items,
     validate_history,
     validate_input,
@@ -63,6 +64,11 @@ class LoopAPI:
 
     def pending(self, loop: _Loop) -> list[ToolCall] | None:
         """The unanswered calls a resumed history ends with, sealed and checked (None: none)."""
+        raise NotImplementedError
+
+    def history_id(self, loop: _Loop, call: ToolCall) -> str:
+        """The id a streamed call will carry in the history unless it is taken there (``adopt``
+        then gives it a fresh one): the ledger key of its eager start."""
         raise NotImplementedError
 
     def duplicate_ids(self, loop: _Loop) -> list[str]:
@@ -131,6 +137,9 @@ class ChatAPI(LoopAPI):
     def pending(self, loop: _Loop) -> list[ToolCall] | None:
         return loop.pending_messages()
 
+    def history_id(self, loop: _Loop, call: ToolCall) -> str:
+        return get_dialect(loop.dialect).normalize_id(call.id or "")
+
     def duplicate_ids(self, loop: _Loop) -> list[str]:
         return loop.duplicate_message_ids()
 
@@ -197,6 +206,9 @@ class ResponsesAPI(LoopAPI):
 
     def pending(self, loop: _Loop) -> list[ToolCall] | None:
         return loop.pending_items()
+
+    def history_id(self, loop: _Loop, call: ToolCall) -> str:
+        return call.id or ""
 
     def duplicate_ids(self, loop: _Loop) -> list[str]:
         return loop.duplicate_item_ids()

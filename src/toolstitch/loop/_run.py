@@ -22,11 +22,16 @@ the ledger answers a call id it has seen finish); a tool's exception escaping (u
 **Eager dispatch** (the default; ``eager=False`` turns it off, and so does ``@tool(eager=False)``
 for one tool): a call to a ``read_only`` tool that needs no confirmation starts as soon as its
 arguments are a complete, schema-valid JSON value and it passes the gate, while the model is still
-streaming the rest. When the stream is sealed, the result is used only if the sealed call is
-admitted with exactly the same text; otherwise, and whenever the stream fails, it is discarded (an
-async tool is cancelled, a sync tool's :class:`~toolstitch.CancelToken` is cancelled) and the call
-is answered as the sealed call deserves: refused when it did not end ``ready``. A tool that is not
-``read_only`` never starts before the seal. Results enter the history in call order.
+streaming the rest. An eager start passes the same door as a sealed call (``tools/_executor.py``):
+it is claimed on the run's ledger under the id the history will carry, answered by the cache when
+it holds the answer, and only then launched. When the stream is sealed, the result is used only if
+the sealed call is admitted with exactly the same text; otherwise it is discarded (an async tool is
+cancelled, a sync tool's :class:`~toolstitch.CancelToken` is cancelled) and the call is answered as
+the sealed call deserves: refused when it did not end ``ready``. A stream that fails keeps its eager
+starts for the retry: the retry's identical call (same id, same text) adopts the running or finished
+start instead of running again (``EagerStarts``); what no call adopts is discarded when the step
+ends. A tool that is not ``read_only`` never starts before the seal. Results enter the history in
+call order.
 
 **Resuming.** When ``messages`` ends with an assistant message whose calls are not all answered (a
 run that was interrupted after saving it), those calls are executed first, through the ledger: with
@@ -95,6 +100,7 @@ from ..tools import (
     Admission,
     Approval,
     ClaimLedger,
+    EagerStarts,
     ErrorMessage,
     MemoryLedger,
     ResultCache,
@@ -106,12 +112,11 @@ from ..tools import (
     admit,
     aexecute,
     approval_problems,
-    astart_early,
     async_twin_of,
     bound,
     cache_for,
+    cached,
     call_event,
-    canonical_key,
     chat_span,
     check_arguments,
     current,
@@ -119,7 +124,6 @@ from ..tools import (
     execute,
     record_waiting,
     stage_event,
-    start_early,
     validated_approvals,
 )
 from ._api import API_ADAPTERS, LoopAPI
@@ -561,13 +565,20 @@ class _Loop:
         if client.guarded:
             self.eager = False
 
-    def eager_candidate(self, call: ToolCall, seen: set[int]) -> Admission | None:
-        """An admission for a call whose arguments just became complete, if it may start now."""
+    def eager_candidate(
+        self, call: ToolCall, seen: set[int], taken: set[str]
+    ) -> tuple[Admission, Any] | None:
+        """An admission for a call whose arguments just became complete, and its parsed arguments,
+        if it may start now. A
+        call whose id the history already carries (``taken``) waits for the seal: the history will
+        carry it under a fresh id (``adopt_message``), the key its claim must be made under."""
         if id(call) in seen or call.status != "open" or call.type == "custom" or not call.scanner.complete:
             return None  # a custom tool's text input is complete only when its stream is sealed
         if call.scanner.error is not None or not call.id:
             return None
         seen.add(id(call))
+        if self.api.history_id(self, call) in taken:
+            return None
         t = self.box.get(call.name)
         if t is None or not t.eager or not t.read_only or t.confirm:
             return None
@@ -577,11 +588,22 @@ class _Loop:
         verdict = check_arguments(t.name, t, parsed)
         if not isinstance(verdict, Admission):
             return None
-        if t.cache is not None:  # answered from the cache after the seal: nothing to start
-            key = canonical_key(t.name, _Parsed(parsed))
-            if key is not None and self.cache.get(key) is not None:
-                return None
-        return verdict
+        if cached(self.cache, t, _Parsed(parsed))[1] is not None:
+            return None  # answered from the cache after the seal: nothing to start
+        return verdict, parsed
+
+    def taken_ids(self) -> set[str]:
+        """Every call id the history carries (calls and their answers, both APIs)."""
+        taken: set[str] = set()
+        for earlier in self.history:
+            data = _plain(earlier)
+            for key in ("tool_call_id", "call_id"):
+                if isinstance(data.get(key), str):
+                    taken.add(data[key])
+            for c in _items(data.get("tool_calls")):
+                if isinstance(_plain(c).get("id"), str):
+                    taken.add(_plain(c)["id"])
+        return taken
 
     # -- after the stream ----------------------------------------------------------------------
 
@@ -911,7 +933,8 @@ class _Turn:
         self.timings = StepTimings()
         # The failed attempt had sealed a call: its answer was complete, so it is not asked again.
         self.sealed = False
-        self.early: dict[int, Started] = {}
+        self.starts: EagerStarts | None = None  # made at the first eager start of the step
+        self.taken: set[str] | None = None  # the history's call ids (``eager_candidate``)
         self.seen: set[int] = set()
         self.request = loop.request_kwargs()
         self.stream: Any = None
@@ -937,9 +960,18 @@ class _Turn:
         loop, step = self.loop, self.index
 
         def retryable(exc: BaseException) -> bool:
-            if self.sealed:
-                return False  # the answer was complete before the failure: do not ask again
-            return _is_retryable(exc)
+            again = not self.sealed and _is_retryable(exc)  # a sealed answer was complete: not again
+            if not again:
+                self.discard()
+            return again
+
+        stop_after = tenacity.stop_after_attempt(loop.policy.attempts)
+
+        def stop(retry_state: tenacity.RetryCallState) -> bool:
+            if stop_after(retry_state):
+                self.discard()  # no attempt will adopt the calls the failed ones started
+                return True
+            return False
 
         def before_sleep(retry_state: tenacity.RetryCallState) -> None:
             outcome = retry_state.outcome
@@ -957,7 +989,7 @@ class _Turn:
                 loop.emit(RequestRetried(step, retry_state.attempt_number, error, wait))
 
         return dict(
-            stop=tenacity.stop_after_attempt(loop.policy.attempts),
+            stop=stop,
             wait=_Wait(loop.policy),
             retry=tenacity.retry_if_exception(retryable),
             before_sleep=before_sleep,
@@ -981,7 +1013,7 @@ class _Turn:
         active) is current in it, so that the stream's span events nest under it."""
         return current(chat_span(self.stream))
 
-    def streamed(self, event: Event, start: Callable[[Toolbox, ToolCall, Admission], Started]) -> None:
+    def streamed(self, event: Event) -> None:
         """Each event of the stream, in order: to telemetry (span events, anomaly logs), to
         ``on_event`` as a :class:`StreamEvent` of this step (text, argument deltas with their
         preview, calls ready/invalid/incomplete …), then the eager calls it made startable."""
@@ -997,7 +1029,7 @@ class _Turn:
             loop.emit(StreamEvent(self.index, event))
         if loop.fail_fast:
             self.check_refused(event)
-        self.dispatch_eager(start)
+        self.dispatch_eager()
 
     def check_refused(self, event: Event) -> None:
         """``fail_fast``: note a call of choice 0 that turned invalid (or can no longer become valid)
@@ -1023,9 +1055,7 @@ class _Turn:
         loop, timings = self.loop, self.timings
         assert self.abandoned is not None
         call, reason = self.abandoned
-        for handle in self.early.values():
-            handle.cancel()
-        self.early.clear()
+        self.discard()
         self.t_end = now()
         self.marks["stream_end"] = self.t_end
         acc = self.stream.accumulator
@@ -1044,17 +1074,30 @@ class _Turn:
         loop.corrections[name] += 1
         return "max_corrections" if loop.corrections[name] > loop.max_corrections else None
 
-    def dispatch_eager(self, start: Callable[[Toolbox, ToolCall, Admission], Started]) -> None:
-        """When a call's arguments became complete (``eager``): start, with ``start_early``/
-        ``astart_early``, the calls that may run before the stream is sealed."""
+    def dispatch_eager(self) -> None:
+        """When a call's arguments became complete (``eager``): start through the door the calls
+        that may run before the stream is sealed (``EagerStarts``: claimed on the run's ledger,
+        answered by its cache, or launched), or adopt the same call a failed attempt started."""
         loop = self.loop
         if not loop.eager:
             return
         for call in self.stream.accumulator.tool_calls:
-            admission = loop.eager_candidate(call, self.seen)
-            if admission is not None:
-                self.early[id(call)] = start(loop.box, call, admission)
+            if self.taken is None:
+                self.taken = loop.taken_ids()
+            candidate = loop.eager_candidate(call, self.seen, self.taken)
+            if candidate is None:
+                continue
+            admission, parsed = candidate
+            if self.starts is None:
+                where = self.aio if self.aio is not None else loop.box.runtime().loop()
+                self.starts = EagerStarts(loop.box, loop.ledger, loop.cache, where)
+            if self.starts.start(call, admission, loop.api.history_id(loop, call), parsed):
                 loop.emit(CallDispatched(self.index, call, True))
+
+    def discard(self) -> None:
+        """End the eager starts no sealed call adopted (see ``EagerStarts``)."""
+        if self.starts is not None:
+            self.starts.discard()
 
     def record_background(self) -> None:
         """Once the background response's id is known: record it in the ledger, once per step,
@@ -1109,9 +1152,8 @@ class _Turn:
         """The request or its stream failed (the exception is then re-raised to tenacity)."""
         if self.stream is not None:
             self.observer.finished(self.stream.accumulator.metrics.first_chunk_at, error)
-        for handle in self.early.values():
-            handle.cancel()  # the stream failed: results of eager calls are discarded
-        self.early.clear()
+        if self.starts is not None:  # kept for the retry: its identical calls adopt them
+            self.starts.attempt_failed()
         self.seen.clear()
         if self.stream is not None:
             self.sealed = any(c.status in ("ready", "invalid") for c in self.stream.accumulator.calls())
@@ -1135,8 +1177,7 @@ class _Turn:
         loop.emit(ResponseReceived(self.index, completion, message))
         if self.calls:
             return None
-        for handle in self.early.values():
-            handle.cancel()
+        self.discard()
         timings.total = now() - self.t_step
         loop.finish_step(self.index, completion, [], [], timings, list(acc.anomalies), self.marks)
         return "done"
@@ -1149,7 +1190,11 @@ class _Turn:
 
     def execute_kwargs(self) -> _ExecuteKwargs:
         """For running ``to_run()``: keyed as the history carries them, adopting the eager calls."""
-        return self.loop.execute_kwargs(self.index, [self.keys[i] for i in self.running], self.early)
+        started = None
+        if self.starts is not None:
+            self.starts.discard(earlier_only=True)  # no sealed call adopted them: none will now
+            started = self.starts.by_call  # ``execute`` adopts these or discards them
+        return self.loop.execute_kwargs(self.index, [self.keys[i] for i in self.running], started)
 
     @property
     def waiting(self) -> bool:
@@ -1369,7 +1414,7 @@ def _step(loop: _Loop, wrapped: Any, model: str, index: int) -> StopReason | Non
                 turn.stream = stream = turn.send(wrapped, model)
                 with stream, turn.reading():
                     for event in stream.events():
-                        turn.streamed(event, start_early)
+                        turn.streamed(event)
                         if turn.abandoned is not None:
                             break  # fail_fast: leaving the block closes the stream at once
                     if turn.abandoned is not None:
@@ -1435,7 +1480,7 @@ async def _astep(loop: _Loop, wrapped: Any, model: str, index: int) -> StopReaso
                 async with stream:
                     with turn.reading():
                         async for event in stream.events():
-                            turn.streamed(event, astart_early)
+                            turn.streamed(event)
                             if loop.pace is not None:
                                 await loop.pace()
                             if turn.abandoned is not None:

@@ -27,20 +27,19 @@ import warnings
 from typing import TYPE_CHECKING, Any
 
 from ._approval import Approval, Deny, approval_problems, duplicate_ids, record_waiting, validated_approvals
-from ._cache import ResultCache, cache_for, canonical_key
+from ._cache import ResultCache, cache_for, cached, canonical_key
 from ._cancel import CancelToken
 from ._claim import Claim, ClaimLedger, StoredResult, Verdict, fingerprint
 from ._definition import ConfirmCallback, Tool, tool
 from ._executor import (
     CallTimings,
+    EagerStarts,
     ErrorMessage,
     Started,
     ToolResult,
     aexecute,
-    astart_early,
     default_error_message,
     execute,
-    start_early,
 )
 from ._gate import Admission, admit, check_arguments
 from ._ledger import LedgerEntry, MemoryLedger, SQLiteLedger
@@ -58,6 +57,7 @@ __all__ = [
     "ClaimLedger",
     "ConfirmCallback",
     "Deny",
+    "EagerStarts",
     "ErrorMessage",
     "LedgerEntry",
     "MemoryLedger",
@@ -74,10 +74,10 @@ __all__ = [
     "admit",
     "aexecute",
     "approval_problems",
-    "astart_early",
     "async_twin_of",
     "bound",
     "cache_for",
+    "cached",
     "call_event",
     "canonical_key",
     "chat_span",
@@ -89,7 +89,6 @@ __all__ = [
     "fingerprint",
     "record_waiting",
     "stage_event",
-    "start_early",
     "tool",
     "validated_approvals",
 ]

@@ -7,6 +7,12 @@ so ``{"a":1,"b":2}`` and ``{ "b": 2, "a": 1 }`` are one question) from the store
 long, without running. Only ``read_only`` tools may declare it (a side effect must happen each
 time it is asked for; the declaration is refused otherwise), and only ``ok`` results are stored.
 
+"The same tool" is the tool's identity (:func:`tool_identity`), not its name: the fingerprint of its
+definition (name, description, schema) and of the function that runs it. Another function that is
+also named ``search`` (another toolbox on the same ledger) never gets this one's answers. The
+cache is the door's step after confirmation (``_executor.py``): a ``confirm=True`` tool that
+declares a cache is asked every time, and only a yes is answered from the cache.
+
 The cache belongs to the run's ledger scope: one ``ts.run`` with its own in-memory ledger has its
 own cache; runs given the same ledger object (same ``scope``) share one, in this process. It is
 bounded in entries and bytes (least recently used first out). A result taken from it has
@@ -15,6 +21,8 @@ bounded in entries and bytes (least recently used first out). A result taken fro
 
 from __future__ import annotations
 
+import hashlib
+import itertools
 import json
 import threading
 import weakref
@@ -24,7 +32,7 @@ from typing import Any
 
 from ..core import ToolCall, now
 
-__all__ = ["ResultCache", "cache_for"]
+__all__ = ["ResultCache", "cache_for", "cached", "canonical_key", "tool_identity"]
 
 MAX_ENTRIES = 1024
 MAX_BYTES = 16 * 1024 * 1024
@@ -38,15 +46,66 @@ class _Entry:
     size: int
 
 
-def canonical_key(name: str, call: ToolCall | Any) -> str | None:
-    """The cache key of a call: the tool's name and its parsed arguments as canonical JSON (None
-    when they cannot be written so: such a call is not cached). ``call`` is anything with
-    ``parsed``."""
+_SERIALS = itertools.count(1)
+_FUNCTIONS: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+_FUNCTIONS_LOCK = threading.Lock()
+
+
+def _function_serial(fn: Any) -> int | None:
+    """A number of this function object's own for as long as it lives (never given to another):
+    the same function in two toolboxes is one tool, two functions are two, even with one name.
+    None when it cannot be referenced weakly (then its calls are not cached)."""
+    with _FUNCTIONS_LOCK:
+        try:
+            found = _FUNCTIONS.get(fn)
+            if found is None:
+                found = _FUNCTIONS[fn] = next(_SERIALS)
+        except TypeError:
+            return None
+        return found
+
+
+def tool_identity(t: Any) -> str | None:
+    """The identity of tool ``t`` for its cache: the fingerprint of its definition and the serial
+    of its function (None: not cacheable)."""
+    serial = _function_serial(t.fn)
+    if serial is None:
+        return None
+    try:
+        definition = json.dumps(t.definition(), sort_keys=True, separators=(",", ":"), default=repr)
+    except (TypeError, ValueError):
+        return None
+    digest = hashlib.sha256(definition.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return f"{t.name}\x00{digest}\x00{serial}"
+
+
+def canonical_key(t: Any, call: ToolCall | Any) -> str | None:
+    """The cache key of a call to tool ``t``: the tool's identity (:func:`tool_identity`) and the
+    call's parsed arguments as canonical JSON (None when either cannot be written so: such a call is
+    not cached). ``call`` is anything with ``parsed``."""
+    identity = tool_identity(t)
+    if identity is None:
+        return None
     try:
         arguments = json.dumps(call.parsed, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     except (TypeError, ValueError):
         return None
-    return f"{name}\x00{arguments}"
+    return f"{identity}\x00{arguments}"
+
+
+def cached(
+    cache: ResultCache | None, t: Any, call: ToolCall | Any
+) -> tuple[str | None, tuple[Any, str] | None]:
+    """The cache key of a call to ``t`` and what the cache holds for it: ``(None, None)`` when the
+    tool or the run keeps no cache (or the call cannot be keyed), ``(key, None)`` on a miss,
+    ``(key, (value, content))`` on a hit. The one reading of the rule, for the door and for the
+    loop's decision not to start early what the cache answers."""
+    if cache is None or getattr(t, "cache", None) is None:
+        return None, None
+    key = canonical_key(t, call)
+    if key is None:
+        return None, None
+    return key, cache.get(key)
 
 
 class ResultCache:

@@ -99,6 +99,7 @@ __all__ = [
     "StoredResult",
     "Verdict",
     "fingerprint",
+    "fingerprint_of",
     "new_owner",
 ]
 
@@ -122,15 +123,21 @@ def fingerprint(call: ToolCall) -> str:
 
     Never raises: lone surrogates, non-JSON values and odd names all hash to a stable digest.
     """
+    return fingerprint_of(call.name, call.parsed, call.arguments)
+
+
+def fingerprint_of(name: Any, parsed: Any, arguments: Any) -> str:
+    """:func:`fingerprint` of a call named ``name`` whose ``arguments`` parsed to ``parsed`` (None:
+    they did not); an eager start takes it before its call is sealed, with what the seal will parse."""
     body: str
     try:
-        if call.parsed is not None:
-            body = json.dumps(call.parsed, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+        if parsed is not None:
+            body = json.dumps(parsed, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
         else:
-            body = str(call.arguments)
+            body = str(arguments)
     except (TypeError, ValueError, RecursionError):
-        body = str(call.arguments)
-    name = call.name if isinstance(call.name, str) else ""
+        body = str(arguments)
+    name = name if isinstance(name, str) else ""
     return hashlib.sha256(_utf8(name) + b"\0" + _utf8(body)).hexdigest()[:32]
 
 

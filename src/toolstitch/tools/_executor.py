@@ -1,5 +1,16 @@
 """Running gated tool calls: concurrently, with timeouts, cancellation and a ledger.
 
+**One door.** Every run of a tool function passes one sequence, written once here (rule 15 of
+docs/design.md): admitted by the gate (``prepare``), claimed on the ledger (:func:`_claim`: one
+claim per call id and fingerprint), confirmed (:func:`_confirm`), answered by the cache
+(:func:`_from_cache`, after the confirmation, so a cached answer never skips the question),
+launched within its bounds (:func:`_launch`, the one caller of :func:`_dispatch`, the one place a
+function is handed to a worker, behind the start gate of :class:`_Clock`), and recorded
+(``_Batch.finish``: the cache, the span, the claim, the hook). A sealed call takes it in
+:func:`_run_job`; an eager start (:class:`EagerStarts`, a ``read_only`` tool that needs no
+confirmation) takes the same steps up to the launch before its stream is sealed, and the sealed call
+adopts it. ``tests/loop/test_door.py`` walks the code to show there is no other way in.
+
 One asyncio core runs every batch (:func:`_drive`); the twins only decide where it runs:
 
 * :func:`aexecute` (async) runs it on the caller's event loop.
@@ -21,9 +32,12 @@ they finish in. What never happens:
   strings, tokens). The failure is logged in one line at WARNING, its traceback at DEBUG;
 * waiting past a timeout: a call over its own timeout, or a batch over the total timeout, gets a
   ``"timeout"`` result (a confirmation still pending counts too: the tool never runs after the
-  deadline). Async tools are cancelled and given at most ``_CANCEL_GRACE`` seconds to unwind, once
-  per batch, so a tool that swallows its cancellation cannot hold the batch; a sync tool's thread
-  cannot be killed, so its result is discarded and the pool slot stays busy until it returns;
+  deadline; a function still waiting for its warm-up or a worker is ``"not_started"`` and never
+  starts later: the start gate). Async tools are cancelled and given at most ``_CANCEL_GRACE``
+  seconds to unwind, once per batch, so a tool that swallows its cancellation cannot hold the batch;
+  a sync tool's thread cannot be killed: its result is discarded, its :class:`CancelToken` says
+  ``"timeout"``, and its thread is abandoned, no longer counting against ``max_workers``
+  (``_workers.py``);
 * a call that never began (still queued for a worker at its deadline) reported as run: it is
   ``"not_started"`` and its claim is released, so a retry runs it;
 * running a call twice: with a ledger, every call is claimed first (see :mod:`._claim`); a duplicate
@@ -50,9 +64,9 @@ from typing import TYPE_CHECKING, Any
 from ..core import ToolCall, now
 from ..errors import ToolError
 from ._approval import Approval, Deny, check_record
-from ._cache import ResultCache, canonical_key
+from ._cache import ResultCache, cached
 from ._cancel import CancelToken
-from ._claim import ClaimLedger, LedgerEntry, Verdict, fingerprint, stored_result
+from ._claim import ClaimLedger, LedgerEntry, Verdict, fingerprint, fingerprint_of, stored_result
 from ._definition import Tool
 from ._gate import (
     Admission,
@@ -75,6 +89,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CallTimings",
+    "EagerStarts",
     "ErrorMessage",
     "ResultStatus",
     "Started",
@@ -123,9 +138,14 @@ class _Clock:
     """Filled in by the worker: when the function really started and ended. ``context`` is the
     OpenTelemetry context the function runs in (its ``execute_tool`` span current), or None.
     ``warm``/``warm_limit``: the tool's warm-up, waited for (at most that long) before it starts;
-    ``warm_wait`` the seconds that took."""
+    ``warm_wait`` the seconds that took.
 
-    __slots__ = ("context", "finished_at", "started_at", "warm", "warm_limit", "warm_wait")
+    It is also the call's start gate: the worker calls :meth:`begin` right before the function and
+    the batch calls :meth:`give_up` when it stops waiting; whichever comes first wins, under one
+    lock. So a call reported ``not_started`` (or ``timeout`` before it began) never starts later,
+    however long its warm-up or its place in the queue kept it."""
+
+    __slots__ = ("_gate", "_state", "context", "finished_at", "started_at", "warm", "warm_limit", "warm_wait")
 
     def __init__(self) -> None:
         self.started_at: float | None = None
@@ -134,6 +154,28 @@ class _Clock:
         self.warm: WarmUp | None = None
         self.warm_limit = 0.0
         self.warm_wait = 0.0
+        self._gate = threading.Lock()
+        self._state = "waiting"  # then "running" (the function began) or "given_up" (it never will)
+
+    def begin(self) -> bool:
+        """The worker is about to call the function: False when the call was given up (it must not)."""
+        with self._gate:
+            if self._state != "waiting":
+                return False
+            self._state = "running"
+            self.started_at = now()
+            return True
+
+    def give_up(self) -> bool:
+        """Nobody waits for the call any more; True when its function had not begun (it never will)."""
+        with self._gate:
+            if self._state == "waiting":
+                self._state = "given_up"
+            return self._state == "given_up"
+
+
+_NEVER = object()
+"""What a worker returns for a call given up before its function began."""
 
 
 async def _await(value: Awaitable[Any]) -> Any:
@@ -142,7 +184,8 @@ async def _await(value: Awaitable[Any]) -> Any:
 
 def _invoke_sync(fn: Callable[..., Any], kwargs: Mapping[str, Any], clock: _Clock) -> Any:
     clock.warm_wait = wait_for(clock.warm, clock.warm_limit)
-    clock.started_at = now()
+    if not clock.begin():
+        return _NEVER
     try:
         with activated(clock.context):
             value = fn(**kwargs)
@@ -155,7 +198,8 @@ def _invoke_sync(fn: Callable[..., Any], kwargs: Mapping[str, Any], clock: _Cloc
 
 async def _invoke_async(fn: Callable[..., Any], kwargs: Mapping[str, Any], clock: _Clock) -> Any:
     clock.warm_wait = await await_for(clock.warm, clock.warm_limit)
-    clock.started_at = now()
+    if not clock.begin():
+        return _NEVER
     try:
         with activated(clock.context):
             return await fn(**kwargs)
@@ -166,10 +210,10 @@ async def _invoke_async(fn: Callable[..., Any], kwargs: Mapping[str, Any], clock
 def _dispatch(
     box: Toolbox, t: Tool, kwargs: Mapping[str, Any], clock: _Clock, loop: asyncio.AbstractEventLoop
 ) -> Any:
-    """Start ``t``: a sync tool in the pool (a ``concurrent.futures.Future``, whose ``cancel()`` says
-    whether it had started), an async one as a task of ``loop``. From a thread other than ``loop``'s,
-    the task is made thread-safely (a ``concurrent.futures.Future`` again). The tool's warm-up is
-    started now if nothing started it before; the function waits for it first."""
+    """Start ``t``: a sync tool in the pool (a ``concurrent.futures.Future``), an async one as a task
+    of ``loop``. The tool's warm-up is started now if nothing started it before; the function waits
+    for it first (at most ``warm_timeout``), then passes the start gate (:class:`_Clock`). This is
+    the one place a tool's function is handed to a thread or a loop."""
     if t.warm is not None:
         box.warm_up_on([t.name], loop)
         clock.warm, clock.warm_limit = box.warm_state(t.name), box.warm_timeout
@@ -177,45 +221,49 @@ def _dispatch(
         ctx = contextvars.copy_context()
         return box.runtime().pool.submit(ctx.run, _invoke_sync, t.fn, kwargs, clock)
     coro = _invoke_async(t.fn, kwargs, clock)
-    try:
-        running = asyncio.get_running_loop()
-    except RuntimeError:
-        running = None
-    if running is loop:
+    if _running_loop() is loop:
         return loop.create_task(coro)
-    return asyncio.run_coroutine_threadsafe(coro, loop)
+    return asyncio.run_coroutine_threadsafe(coro, loop)  # from a sync run's reading thread
 
 
-class Started:
-    """A call dispatched before its stream was sealed (eager dispatch; read-only tools only).
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
-    The executor adopts it when the sealed call is admitted with the same arguments; otherwise (or if
-    the stream fails) it is cancelled and its result discarded.
-    """
 
-    __slots__ = ("arguments", "call", "clock", "future", "kwargs", "launched_at", "span", "tool")
+def _cancel(future: Any) -> None:
+    """Cancel a tool's or a flow's future from any thread (an asyncio one in its own loop)."""
+    if isinstance(future, asyncio.Future) and future.get_loop() is not _running_loop():
+        with contextlib.suppress(RuntimeError):  # its loop is closed: nothing runs there any more
+            future.get_loop().call_soon_threadsafe(future.cancel)
+        return
+    future.cancel()
 
-    def __init__(
-        self, call: ToolCall, tool: Tool, kwargs: dict[str, Any], future: Any, clock: _Clock, span: Any = None
-    ) -> None:
-        self.call = call
-        self.tool = tool
-        self.kwargs = kwargs
-        self.arguments = call.arguments
-        self.future = future  # concurrent.futures.Future or asyncio.Task
-        self.clock = clock
-        self.launched_at = now()
-        self.span = span
-        """Its ``execute_tool`` span (OpenTelemetry), ended by whoever adopts or cancels it."""
 
-    def cancel(self) -> None:
-        """Cancel the call (an async tool sees ``CancelledError``; a sync tool's result is dropped
-        and its :class:`CancelToken`, if it asked for one, is cancelled with ``"discarded"``)."""
-        self.future.cancel()
-        _cancel_token(self.tool, self.kwargs, "discarded")
-        span, self.span = self.span, None
-        if span is not None:
-            end_tool(span, _cancelled_early(self))
+def _here(future: Any) -> asyncio.Future[Any]:
+    """``future`` as an asyncio future of the running loop (an asyncio future of another loop, or a
+    ``concurrent.futures.Future``, is mirrored; cancelling the mirror does not cancel it)."""
+    loop = asyncio.get_running_loop()
+    if isinstance(future, asyncio.Future):
+        if future.get_loop() is loop:
+            return future
+        mirror: concurrent.futures.Future[Any] = concurrent.futures.Future()
+
+        def copy(done: asyncio.Future[Any]) -> None:
+            if mirror.done():
+                return
+            if done.cancelled():
+                mirror.cancel()
+            elif done.exception() is not None:
+                mirror.set_exception(done.exception())
+            else:
+                mirror.set_result(done.result())
+
+        future.get_loop().call_soon_threadsafe(future.add_done_callback, copy)
+        future = mirror
+    return asyncio.wrap_future(future)
 
 
 def _with_call(admission: Admission, call: ToolCall) -> dict[str, Any]:
@@ -235,40 +283,16 @@ def _cancel_token(t: Tool, kwargs: Mapping[str, Any], reason: str) -> None:
         token.cancel(reason)
 
 
-def _early_clock(call: ToolCall, admission: Admission) -> tuple[_Clock, Any]:
-    clock = _Clock()
-    span = start_tool(call, admission.tool, current_context())
-    clock.context = span_context(span)
-    return clock, span
+# ----------------------------------------------------------------------------- the door
 
-
-def start_early(box: Toolbox, call: ToolCall, admission: Admission) -> Started:
-    """Dispatch ``call`` now, from sync code (the run loop's eager path)."""
-    kwargs = _with_call(admission, call)
-    clock, span = _early_clock(call, admission)
-    future = _dispatch(box, admission.tool, kwargs, clock, box.runtime().loop())
-    return Started(call, admission.tool, kwargs, future, clock, span)
-
-
-def astart_early(box: Toolbox, call: ToolCall, admission: Admission) -> Started:
-    """Dispatch ``call`` now, on the running event loop (the async run loop's eager path)."""
-    kwargs = _with_call(admission, call)
-    clock, span = _early_clock(call, admission)
-    future = _dispatch(box, admission.tool, kwargs, clock, asyncio.get_running_loop())
-    return Started(call, admission.tool, kwargs, future, clock, span)
-
-
-def _cancelled_early(handle: Started) -> ToolResult:
-    """What the span of an eager call that was discarded reports."""
-    return ToolResult(handle.call, "cancelled", error="discarded", reason="discarded")
-
-
-# ----------------------------------------------------------------------------- the batch
+_Final = Callable[[ToolCall, CallTimings], ToolResult]
+"""A call's final result before its tool ran (reused, refused, cached), made for the call that
+receives it: an eager start's call, or the sealed call that adopts it."""
 
 
 @dataclass(slots=True, eq=False)
 class _Job:
-    """One admitted call on its way to running."""
+    """One admitted call on its way through the door."""
 
     index: int
     call: ToolCall
@@ -279,138 +303,41 @@ class _Job:
     timings: CallTimings
     clock: _Clock = field(default_factory=_Clock)
     started: Started | None = None
+    """The eager start this job adopted (its claim, its cache answer, its running function)."""
     launched_at: float = 0.0
     owner: str | None = None
     """The ledger claim this job holds (None without a ledger, or once it is settled)."""
     future: Any = None
     """The tool's own future once launched (``concurrent.futures.Future`` or ``asyncio.Task``)."""
     never_started: bool = False
-    """The tool was cancelled before it began (still queued), or never launched."""
+    """The function never began (given up while queued or warming, or never launched)."""
     closed: bool = False
-    """The batch gave up on this job (out of time, interrupted): it must never launch its tool, even
-    when a confirmation that swallowed its cancellation answers later."""
+    """Nobody waits for this job any more (out of time, interrupted, discarded): it must never
+    launch its tool, even when a confirmation that swallowed its cancellation answers later."""
     span: Any = None
     """Its ``execute_tool`` span (OpenTelemetry) once the tool was launched, until its result."""
     cache_key: str | None = None
     """Where its ``ok`` result is stored in the run's result cache (``@tool(cache=...)``)."""
+    parent: Any = None
+    """The OpenTelemetry context its span is a child of."""
+    pool: Any = None
+    """The worker pool its sync function was handed to (``_workers.Workers``): told to stop
+    counting a thread nobody waits for."""
+    parsed: Any = None
+    """The call's parsed arguments (an eager start's, before its call is sealed, as the seal will
+    parse them): what its cache key is made of."""
 
 
-Hook = Callable[..., None]
+@dataclass(slots=True, eq=False)
+class _Door:
+    """What every run of a tool passes through, for one batch or one step's eager starts: the
+    toolbox, the ledger that claims each call, the run's result cache. The sequence is
+    :func:`_enter` (claim, then the cache) and :func:`_launch`; confirmation sits between them in
+    :func:`_run_job` (an eager start never needs one: only tools without ``confirm`` start early)."""
 
-
-class _Batch:
-    """What both twins share: gating, claims, result making, logging, hooks."""
-
-    def __init__(
-        self,
-        box: Toolbox,
-        calls: Sequence[ToolCall],
-        ledger: ClaimLedger | None,
-        keys: Sequence[str] | None,
-        on_start: Callable[[ToolCall, bool], None] | None,
-        on_result: Callable[[ToolResult], None] | None,
-        error_message: ErrorMessage | None = None,
-        approvals: Mapping[str, Approval] | None = None,
-        cache: ResultCache | None = None,
-    ) -> None:
-        if keys is not None and len(keys) != len(calls):
-            raise ValueError("keys must give one ledger key per call")
-        self.box = box
-        self.error_message = error_message if error_message is not None else box.error_message
-        self.approvals = dict(approvals or {})
-        self.otel_parent = current_context()
-        """The caller's OpenTelemetry context: the parent of the ``execute_tool`` spans."""
-        self.calls = list(calls)
-        self.ledger = ledger
-        self.keys = keys
-        self.on_start = on_start
-        self.on_result = on_result
-        self.results: list[ToolResult | None] = [None] * len(self.calls)
-        self.call_hook: Callable[[Hook, Any], None] = lambda hook, arg: hook(arg)
-        self.grace_until: float | None = None
-        self.cache = cache
-
-    def prepare(self, started: Mapping[int, Started] | None) -> list[_Job]:
-        """Gate every call (pure); refusals are final at once. Claims are the core's business."""
-        jobs: list[_Job] = []
-        early = dict(started or {})
-        for i, call in enumerate(self.calls):
-            handle = early.pop(id(call), None)
-            timings = _stream_timings(call)
-            t0 = now()
-            verdict = admit(call, self.box)
-            timings.validation = now() - t0
-            if isinstance(verdict, Refusal):
-                self.finish_now(i, _refused(call, verdict, timings))
-                if handle is not None:
-                    handle.cancel()
-                continue
-            cache_key = self.cached(i, call, verdict.tool, timings)
-            if cache_key is None:
-                if handle is not None:
-                    handle.cancel()
-                continue
-            key = self.keys[i] if self.keys is not None else (call.id or "")
-            job = _Job(i, call, verdict.tool, _with_call(verdict, call), key, fingerprint(call), timings)
-            job.cache_key = cache_key or None
-            if handle is not None and handle.tool is verdict.tool and handle.arguments == call.arguments:
-                job.started, job.clock, job.timings.eager = handle, handle.clock, True
-                job.kwargs = handle.kwargs  # the running function's own (its token among them)
-            elif handle is not None:
-                handle.cancel()
-            jobs.append(job)
-        for handle in early.values():  # dispatched early for a call that is not in this batch
-            handle.cancel()
-        return jobs
-
-    def cached(self, index: int, call: ToolCall, t: Tool, timings: CallTimings) -> str | None:
-        """Answer an admitted call from the result cache when it holds it (None: answered); else
-        its cache key ("" when its tool or the run keeps no cache)."""
-        if self.cache is None or t.cache is None:
-            return ""
-        key = canonical_key(t.name, call)
-        if key is None:
-            return ""
-        hit = self.cache.get(key)
-        if hit is None:
-            return key
-        timings.cached = True
-        value, content = hit
-        self.finish_now(
-            index, ToolResult(call, "ok", value=value, timings=timings, content=content, cached=True)
-        )
-        return None
-
-    # -- results ---------------------------------------------------------------------------------
-
-    def announce(self, job: _Job) -> None:
-        """The ``on_start(call, eager)`` hook: the job's tool was launched (or adopted)."""
-        on_start = self.on_start
-        if on_start is not None:
-            eager = job.started is not None
-            self.call_hook(lambda call: on_start(call, eager), job.call)
-
-    def finish_now(self, index: int, result: ToolResult) -> None:
-        """A final result that holds no claim (refused by the gate, reused, outcome unknown)."""
-        if self.results[index] is None:
-            self.results[index] = result
-            if self.on_result is not None:
-                self.call_hook(self.on_result, result)
-
-    async def finish(self, job: _Job, result: ToolResult) -> None:
-        """Store a job's final result: its claim first (finished, released or abandoned), then the
-        hook. The first result of a call wins."""
-        if self.results[job.index] is not None:
-            return
-        self.results[job.index] = result
-        if result.status == "ok" and job.cache_key is not None and self.cache is not None:
-            self.cache.put(job.cache_key, result.value, result.content, job.tool.cache or 0.0)
-        span, job.span = job.span, None
-        if span is not None:
-            end_tool(span, result)
-        await self.settle_claim(job, result)
-        if self.on_result is not None:
-            self.call_hook(self.on_result, result)
+    box: Toolbox
+    ledger: ClaimLedger | None
+    cache: ResultCache | None
 
     async def settle_claim(self, job: _Job, result: ToolResult | None) -> None:
         """End the job's claim: finished with an outcome, released when the tool never began,
@@ -434,6 +361,360 @@ class _Batch:
                 "the ledger could not settle call %s: %s: %s", job.call.id, type(exc).__name__, exc
             )
 
+
+async def _claim(door: _Door, job: _Job) -> _Final | None:
+    """Claim the job's call (see :mod:`._claim`). None: this job owns the claim and runs the tool;
+    else its final result (reused, outcome unknown, still in progress elsewhere, ledger down). A
+    duplicate waits for the winner at most the tool's timeout."""
+    ledger = door.ledger
+    if ledger is None:
+        return None
+    limit = door.box.timeout_for(job.tool)
+    deadline = None if limit is None else now() + limit
+    verdict: Verdict
+    try:
+        while True:
+            verdict = await ledger.aacquire(job.key, job.fp, job.tool.name, read_only=job.tool.read_only)
+            left = None if deadline is None else deadline - now()
+            if verdict.action != "wait" or (left is not None and left <= 0):
+                break
+            await ledger.await_change(job.key, job.fp, left)
+    except Exception as exc:  # fail closed: nothing runs that the ledger could not claim
+        return _unclaimed(job, exc)
+    return _decided(job, verdict)
+
+
+def _unclaimed(job: _Job, exc: Exception) -> _Final:
+    """The ledger failed to claim the call: it is refused (nothing runs that was not claimed)."""
+    logger.warning("the ledger could not claim call %s: %s: %s", job.call.id, type(exc).__name__, exc)
+    return _refusing(ledger_unavailable(job.call, exc))
+
+
+def _decided(job: _Job, verdict: Verdict) -> _Final | None:
+    """What the ledger's verdict means for the job: None when it owns the claim (it runs)."""
+    if verdict.action == "run":
+        job.owner = verdict.owner
+        return None
+    entry = verdict.entry
+    if verdict.action == "reuse" and entry is not None:
+        return lambda call, timings: _reused(call, entry, timings)
+    if verdict.action == "unknown":
+        return lambda call, timings: _refused(call, outcome_unknown(call), timings)
+    return lambda call, timings: _refused(call, in_progress(call), timings)
+
+
+def _from_cache(door: _Door, job: _Job) -> _Final | None:
+    """The cache's answer to the job's call (None: the tool runs). Keyed by the tool's identity
+    and the canonical arguments (``_cache.py``); the job keeps the key to store its ``ok`` result."""
+    key, hit = cached(door.cache, job.tool, job)
+    job.cache_key = key
+    if hit is None:
+        return None
+    value, content = hit
+
+    def answer(call: ToolCall, timings: CallTimings) -> ToolResult:
+        timings.cached = True
+        return ToolResult(call, "ok", value=value, timings=timings, content=content, cached=True)
+
+    return answer
+
+
+async def _enter(door: _Door, job: _Job) -> _Final | None:
+    """The door's first steps for a call that needs no confirmation: claim, then the cache.
+    None: the job owns its claim (if any) and its tool must run."""
+    final = await _claim(door, job)
+    if final is None:
+        final = _from_cache(door, job)
+    return final
+
+
+def _launch(door: _Door, job: _Job, loop: asyncio.AbstractEventLoop) -> None:
+    """The door's last step: hand the function to a worker (``_dispatch``), with its span. The
+    per-call timeout counts from here, the warm-up's wait included."""
+    job.launched_at = now()
+    job.span = start_tool(job.call, job.tool, job.parent)
+    job.clock.context = span_context(job.span)
+    job.future = _dispatch(door.box, job.tool, job.kwargs, job.clock, loop)
+    if not job.tool.is_async:
+        job.pool = door.box.runtime().pool
+
+
+class Started:
+    """A call that went through the door before its stream was sealed (an eager start; ``read_only``
+    tools that need no confirmation only): claimed on the run's ledger, looked up in its cache, and
+    launched, exactly as a sealed call is. ``EagerStarts`` makes them.
+
+    The executor adopts it when the sealed call is admitted with the same tool, ledger key and
+    arguments (and then reuses its claim, its cache answer or its running function). Otherwise it is
+    discarded (:meth:`cancel`): a function that never began never will, and its claim is released;
+    an async tool is cancelled; a sync tool that is running is told through its
+    :class:`CancelToken` (``"discarded"``), keeps its claim until it returns within its timeout, and
+    its ``ok`` result is recorded in the ledger, so that a retry of the call reuses it.
+    """
+
+    __slots__ = ("arguments", "door", "flow", "job", "loop")
+
+    def __init__(self, door: _Door, job: _Job, loop: asyncio.AbstractEventLoop) -> None:
+        self.door = door
+        self.job = job
+        self.loop = loop
+        self.arguments = job.call.arguments
+        self.flow: Any = self._now() if _running_loop() is not loop else _submit(loop, self._flow())
+        """The door's steps for it (claim, cache, launch): the ``_Final`` answer, or None once its
+        function was launched (an ``asyncio.Task`` of ``loop``, or a ``concurrent.futures.Future``)."""
+
+    def _now(self) -> Any:
+        """The sync run's way in, in its reading thread, with no hop to another thread before the
+        function is handed to a worker: the claim by the ledger's sync decision (it never blocks),
+        then the cache and the launch. A claim another owner holds is waited for on ``loop``."""
+        job, ledger = self.job, self.door.ledger
+        final: _Final | None = None
+        if ledger is not None:
+            try:
+                verdict = ledger.acquire(job.key, job.fp, job.tool.name, read_only=job.tool.read_only)
+            except Exception as exc:  # fail closed, as _claim
+                verdict, final = None, _unclaimed(job, exc)
+            if verdict is not None and verdict.action == "wait":
+                return _submit(self.loop, self._flow())
+            if verdict is not None:
+                final = _decided(job, verdict)
+        if final is None:
+            final = _from_cache(self.door, job)
+        if final is None:
+            _launch(self.door, job, self.loop)
+        done: concurrent.futures.Future[_Final | None] = concurrent.futures.Future()
+        done.set_result(final)
+        return done
+
+    async def _flow(self) -> _Final | None:
+        job = self.job
+        final = await _enter(self.door, job)
+        if final is None and not job.closed:
+            _launch(self.door, job, asyncio.get_running_loop())
+        elif final is None:  # discarded while it claimed: never launched
+            job.never_started = True
+            await self.door.settle_claim(job, None)
+        return final
+
+    @property
+    def call(self) -> ToolCall:
+        return self.job.call
+
+    @property
+    def tool(self) -> Tool:
+        return self.job.tool
+
+    def cancel(self) -> None:
+        """Discard it (see the class): from any thread, once."""
+        if self.job.closed:
+            return
+        self.job.closed = True
+        _cancel_token(self.job.tool, self.job.kwargs, "discarded")
+        _submit(self.loop, _discard(self))
+
+
+def _submit(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, Any]) -> Any:
+    """Run ``coro`` on ``loop``: a task when this thread runs that loop, else thread-safely. A
+    closed loop runs nothing: the coroutine is closed and the future says it was cancelled."""
+    if loop.is_closed():
+        coro.close()
+        gone: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        gone.cancel()
+        return gone
+    if _running_loop() is loop:
+        task = loop.create_task(coro)
+        _FLOWS.add(task)
+        task.add_done_callback(_FLOWS.discard)
+        return task
+    return asyncio.run_coroutine_threadsafe(coro, loop)
+
+
+_FLOWS: set[asyncio.Task[Any]] = set()  # strong references: a task nobody holds may be collected
+
+
+async def _discard(handle: Started) -> None:
+    """Settle an eager start nobody adopted (see :class:`Started`)."""
+    job, door = handle.job, handle.door
+    flow = _here(handle.flow)
+    if not flow.done():
+        await asyncio.wait({flow})
+    span, job.span = job.span, None
+    if job.future is None:  # answered (reused, cached, refused) or never launched
+        await door.settle_claim(job, None)
+        return
+    _stop(job, "discarded")
+    result: ToolResult | None = None
+    if not job.never_started and not job.tool.is_async:
+        inner = _here(job.future)
+        done, _ = await asyncio.wait({inner}, timeout=_remaining(door.box, job))
+        if done and not inner.cancelled() and inner.exception() is None and inner.result() is not _NEVER:
+            result = ToolResult(job.call, "ok", value=inner.result(), timings=_run_timings(job))
+    await door.settle_claim(job, result)
+    if span is not None:
+        end_tool(span, ToolResult(job.call, "cancelled", error="discarded", reason="discarded"))
+
+
+class EagerStarts:
+    """One step's eager starts, across the attempts of its request (the run loop owns one).
+
+    A request that fails after some calls started is retried, and the retry brings the same calls
+    (same id, same text): :meth:`start` adopts the call started by the failed attempt instead of
+    running it again, with or without a ledger. :meth:`discard` ends those no sealed call adopted.
+    ``loop`` is where their flows run: the async run's loop, or the toolbox's loop thread.
+    """
+
+    def __init__(
+        self,
+        box: Toolbox,
+        ledger: ClaimLedger | None,
+        cache: ResultCache | None,
+        loop: asyncio.AbstractEventLoop,
+    ) -> None:
+        self.door = _Door(box, ledger, cache)
+        self.loop = loop
+        self.by_call: dict[int, Started] = {}
+        """This attempt's starts by ``id(call)`` (what ``execute(started=...)`` takes)."""
+        self.earlier: dict[tuple[str, str | None, int], Started] = {}
+        """Starts of failed attempts, by (ledger key, arguments, tool), until a call adopts them."""
+
+    def start(self, call: ToolCall, admission: Admission, key: str, parsed: Any) -> bool:
+        """Start ``call`` (ledger key ``key``; its arguments parsed to ``parsed``) through the door,
+        or adopt the identical start of an earlier attempt; True when it started now (to be
+        announced)."""
+        found = self.earlier.pop((key, call.arguments, id(admission.tool)), None)
+        if found is not None:
+            self.by_call[id(call)] = found
+            return False
+        fp = fingerprint_of(call.name, parsed, call.arguments)  # what the sealed call's will be
+        job = _Job(-1, call, admission.tool, _with_call(admission, call), key, fp, CallTimings())
+        job.parsed = parsed
+        job.parent = current_context()
+        self.by_call[id(call)] = Started(self.door, job, self.loop)
+        return True
+
+    def attempt_failed(self) -> None:
+        """The attempt's stream failed: its starts wait for the retry's identical calls."""
+        for handle in self.by_call.values():
+            self.earlier.setdefault((handle.job.key, handle.arguments, id(handle.job.tool)), handle)
+        self.by_call = {}
+
+    def discard(self, *, earlier_only: bool = False) -> None:
+        """Discard every start no sealed call adopted; ``earlier_only``: those of failed attempts
+        (the last attempt's go to ``execute``, which adopts them or discards them)."""
+        handles = (
+            [*self.earlier.values()] if earlier_only else [*self.by_call.values(), *self.earlier.values()]
+        )
+        for handle in handles:
+            if handle.job.index < 0:
+                handle.cancel()
+        self.earlier = {}
+        if not earlier_only:
+            self.by_call = {}
+
+
+# ----------------------------------------------------------------------------- the batch
+
+Hook = Callable[..., None]
+
+
+class _Batch:
+    """What both twins share: gating, result making, logging, hooks; the door (``self.door``) holds
+    the claims and the cache."""
+
+    def __init__(
+        self,
+        box: Toolbox,
+        calls: Sequence[ToolCall],
+        ledger: ClaimLedger | None,
+        keys: Sequence[str] | None,
+        on_start: Callable[[ToolCall, bool], None] | None,
+        on_result: Callable[[ToolResult], None] | None,
+        error_message: ErrorMessage | None = None,
+        approvals: Mapping[str, Approval] | None = None,
+        cache: ResultCache | None = None,
+    ) -> None:
+        if keys is not None and len(keys) != len(calls):
+            raise ValueError("keys must give one ledger key per call")
+        self.box = box
+        self.door = _Door(box, ledger, cache)
+        self.error_message = error_message if error_message is not None else box.error_message
+        self.approvals = dict(approvals or {})
+        self.otel_parent = current_context()
+        """The caller's OpenTelemetry context: the parent of the ``execute_tool`` spans."""
+        self.calls = list(calls)
+        self.ledger = ledger
+        self.keys = keys
+        self.on_start = on_start
+        self.on_result = on_result
+        self.results: list[ToolResult | None] = [None] * len(self.calls)
+        self.call_hook: Callable[[Hook, Any], None] = lambda hook, arg: hook(arg)
+        self.grace_until: float | None = None
+
+    def prepare(self, started: Mapping[int, Started] | None) -> list[_Job]:
+        """The door's first step, for every call (pure): admitted, or refused at once. An eager
+        start of the same call (same tool, ledger key, fingerprint and text) is adopted: its job
+        goes on from where it is. Claims, confirmations and the cache are the core's business."""
+        jobs: list[_Job] = []
+        early = dict(started or {})
+        for i, call in enumerate(self.calls):
+            handle = early.pop(id(call), None)
+            timings = _stream_timings(call)
+            t0 = now()
+            verdict = admit(call, self.box)
+            timings.validation = now() - t0
+            if isinstance(verdict, Refusal):
+                self.finish_now(i, _refused(call, verdict, timings))
+                if handle is not None:
+                    handle.cancel()
+                continue
+            key = self.keys[i] if self.keys is not None else (call.id or "")
+            fp = fingerprint(call)
+            if handle is not None and _same(handle, verdict.tool, key, fp, call):
+                job = handle.job
+                job.index, job.call, job.timings, job.started = i, call, timings, handle
+                timings.eager = True
+            else:
+                if handle is not None:
+                    handle.cancel()
+                job = _Job(i, call, verdict.tool, _with_call(verdict, call), key, fp, timings)
+                job.parent, job.parsed = self.otel_parent, call.parsed
+            jobs.append(job)
+        for handle in early.values():  # dispatched early for a call that is not in this batch
+            handle.cancel()
+        return jobs
+
+    # -- results ---------------------------------------------------------------------------------
+
+    def announce(self, job: _Job) -> None:
+        """The ``on_start(call, eager)`` hook: the job's tool was launched (or adopted)."""
+        on_start = self.on_start
+        if on_start is not None:
+            eager = job.started is not None
+            self.call_hook(lambda call: on_start(call, eager), job.call)
+
+    def finish_now(self, index: int, result: ToolResult) -> None:
+        """A final result that holds no claim (refused by the gate, reused, outcome unknown)."""
+        if self.results[index] is None:
+            self.results[index] = result
+            if self.on_result is not None:
+                self.call_hook(self.on_result, result)
+
+    async def finish(self, job: _Job, result: ToolResult) -> None:
+        """Store a job's final result: its claim first (finished, released or abandoned), then the
+        hook. The first result of a call wins."""
+        if self.results[job.index] is not None:
+            return
+        self.results[job.index] = result
+        cache = self.door.cache
+        if result.status == "ok" and not result.cached and job.cache_key is not None and cache is not None:
+            cache.put(job.cache_key, result.value, result.content, job.tool.cache or 0.0)
+        span, job.span = job.span, None
+        if span is not None:
+            end_tool(span, result)
+        await self.door.settle_claim(job, result)
+        if self.on_result is not None:
+            self.call_hook(self.on_result, result)
+
     def outcome(self, job: _Job, future: Any) -> ToolResult:
         """The result of a finished future (sync or asyncio)."""
         timings = _run_timings(job)
@@ -441,6 +722,9 @@ class _Batch:
         if future.cancelled():
             return _cancelled(job, timings)
         exc = future.exception()
+        if exc is None and future.result() is _NEVER:  # given up before it began (see _Clock)
+            job.never_started = True
+            return self.timed_out(job, self.box.timeout_for(job.tool), False)
         if exc is None:
             return ToolResult(job.call, "ok", value=future.result(), timings=timings)
         what = "tool %r raised %s: %s (call id %s)"
@@ -511,10 +795,6 @@ class _Batch:
         return results
 
     # -- timing ----------------------------------------------------------------------------------
-
-    def remaining(self, job: _Job) -> float | None:
-        limit = self.box.timeout_for(job.tool)
-        return None if limit is None else max(0.0, limit - (now() - job.launched_at))
 
     def grace_left(self) -> float:
         """What is left of the one cancellation grace of this batch (it starts at the first use)."""
@@ -590,6 +870,11 @@ def _reused(call: ToolCall, entry: LedgerEntry, timings: CallTimings) -> ToolRes
     )
 
 
+def _refusing(refusal: Refusal) -> _Final:
+    """The final result of a call the door refused (before its tool ran)."""
+    return lambda call, timings: _refused(call, refusal, timings)
+
+
 def _callback_failed(job: _Job, exc: BaseException) -> Refusal:
     what = "confirmation callback raised %s for %r (call id %s)"
     _warn(job, what, type(exc).__name__, job.tool.name, job.call.id, exc=exc)
@@ -597,36 +882,6 @@ def _callback_failed(job: _Job, exc: BaseException) -> Refusal:
 
 
 # ----------------------------------------------------------------------------- the core
-
-
-async def _claim(batch: _Batch, job: _Job) -> ToolResult | None:
-    """Claim the job's call (see :mod:`._claim`). None: this job owns the claim and runs the tool;
-    else the final result (reused, outcome unknown, still in progress elsewhere, ledger down). A
-    duplicate waits for the winner at most the tool's timeout."""
-    ledger = batch.ledger
-    if ledger is None:
-        return None
-    limit = batch.box.timeout_for(job.tool)
-    deadline = None if limit is None else now() + limit
-    verdict: Verdict
-    try:
-        while True:
-            verdict = await ledger.aacquire(job.key, job.fp, job.tool.name, read_only=job.tool.read_only)
-            left = None if deadline is None else deadline - now()
-            if verdict.action != "wait" or (left is not None and left <= 0):
-                break
-            await ledger.await_change(job.key, job.fp, left)
-    except Exception as exc:  # fail closed: nothing runs that the ledger could not claim
-        logger.warning("the ledger could not claim call %s: %s: %s", job.call.id, type(exc).__name__, exc)
-        return _refused(job.call, ledger_unavailable(job.call, exc), job.timings)
-    if verdict.action == "run":
-        job.owner = verdict.owner
-        return None
-    if verdict.action == "reuse" and verdict.entry is not None:
-        return _reused(job.call, verdict.entry, job.timings)
-    if verdict.action == "unknown":
-        return _refused(job.call, outcome_unknown(job.call), job.timings)
-    return _refused(job.call, in_progress(job.call), job.timings)
 
 
 def _answered(call: ToolCall, answer: Any) -> Refusal | None:
@@ -710,66 +965,77 @@ def _in_thread(fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
     return future
 
 
+def _same(handle: Started, t: Tool, key: str, fp: str, call: ToolCall) -> bool:
+    """The eager start is this very call: the same tool object, ledger key, fingerprint and text,
+    and nothing discarded it."""
+    job = handle.job
+    return (
+        not job.closed
+        and job.index < 0
+        and job.tool is t
+        and job.key == key
+        and job.fp == fp
+        and handle.arguments == call.arguments
+    )
+
+
 def _stop(job: _Job, reason: str = "cancelled") -> None:
-    """Cancel the job's tool (and its :class:`CancelToken`); remember whether it had not begun
-    (then it never will)."""
+    """Nobody waits for the job's tool any more: cancel it (and its :class:`CancelToken`). Its start
+    gate says whether the function had begun; if not, it never will (``never_started``)."""
     _cancel_token(job.tool, job.kwargs, reason)
-    future = job.future
-    if future is None:
-        job.never_started = True
-        return
-    if isinstance(future, concurrent.futures.Future):
-        cancelled = future.cancel()
-        if cancelled and not job.tool.is_async and job.clock.started_at is None:
-            job.never_started = True  # a pool future cancelled in the queue: it will not run
-        # (An async tool behind a thread-safe future may have begun: it counts as started.)
-        return
-    # An async task cancelled before its first step never enters the tool.
-    job.never_started = job.clock.started_at is None
-    future.cancel()
+    job.never_started = job.clock.give_up()
+    if job.future is not None:
+        _cancel(job.future)
+    if job.pool is not None:  # a sync function nobody waits for: its thread no longer counts
+        job.pool.abandon(job.future)
+
+
+def _remaining(box: Toolbox, job: _Job) -> float | None:
+    """What is left of the job's own timeout, counted from its launch."""
+    limit = box.timeout_for(job.tool)
+    return None if limit is None else max(0.0, limit - (now() - job.launched_at))
 
 
 async def _run_job(
     batch: _Batch, job: _Job, turn: asyncio.Event | None, next_turn: asyncio.Event | None
 ) -> None:
-    """Claim, confirm, launch and await one call; store its final result in the batch.
+    """One call through the door: claim, confirm, cache, launch within its bounds, record. An
+    adopted eager start has done the steps before the launch (it never needs a confirmation).
 
     Approvals are asked one at a time, in declared order: ``turn`` is set when this job may ask,
     ``next_turn`` is set when the next confirm job may (whatever happens to this one).
     """
-    box = batch.box
+    box, door = batch.box, batch.door
+    final: _Final | None = None
     try:
-        final = await _claim(batch, job)
-        if final is not None:
-            if job.started is not None:
-                job.started.cancel()
-            batch.finish_now(job.index, final)
-            return
-        if job.tool.confirm:
-            if turn is not None:
-                await turn.wait()
-            refusal = await _confirm(batch, job)
-            if refusal is not None:
-                await batch.finish(job, _refused(job.call, refusal, job.timings))
-                return
+        if job.started is not None:
+            final = await asyncio.shield(_here(job.started.flow))
+        else:
+            final = await _claim(door, job)
+            if final is None and job.tool.confirm:
+                if turn is not None:
+                    await turn.wait()
+                refusal = await _confirm(batch, job)
+                if refusal is not None:
+                    final = _refusing(refusal)
+            if final is None:  # after confirmation: a cache answer never skips the question
+                final = _from_cache(door, job)
     finally:
         if next_turn is not None:
             next_turn.set()
+    if final is not None:
+        await batch.finish(job, final(job.call, job.timings))
+        return
     if job.closed:  # given up while it waited (a callback that swallowed its cancellation)
         job.never_started = True
         return
     loop = asyncio.get_running_loop()
-    job.launched_at = job.started.launched_at if job.started is not None else now()
-    if job.started is not None:
-        job.future, job.span, job.started.span = job.started.future, job.started.span, None
-    else:
-        job.span = start_tool(job.call, job.tool, batch.otel_parent)
-        job.clock.context = span_context(job.span)
-        job.future = _dispatch(box, job.tool, job.kwargs, job.clock, loop)
-    inner = job.future if isinstance(job.future, asyncio.Future) else asyncio.wrap_future(job.future)
+    if job.future is None:
+        _launch(door, job, loop)
+    inner = _here(job.future)
     batch.announce(job)
     try:
-        done, _ = await asyncio.wait({inner}, timeout=batch.remaining(job))
+        done, _ = await asyncio.wait({inner}, timeout=_remaining(box, job))
     except BaseException:
         _stop(job)
         if job.tool.is_async and not job.never_started:
@@ -806,7 +1072,7 @@ async def _drive(batch: _Batch, jobs: list[_Job], total: float | None) -> None:
             job.closed = True
         await _cancel_all(batch, tasks)
         for job in jobs:
-            await batch.settle_claim(job, None)
+            await batch.door.settle_claim(job, None)
             span, job.span = job.span, None
             if span is not None:
                 end_tool(span, _cancelled(job, _run_timings(job)))
@@ -822,7 +1088,7 @@ async def _drive(batch: _Batch, jobs: list[_Job], total: float | None) -> None:
             continue
         error = task.exception()
         if error is not None:
-            await batch.settle_claim(job, None)
+            await batch.door.settle_claim(job, None)
             raise error  # a bug in a hook: do not hide it
 
 
