@@ -17,7 +17,7 @@ import toolstitch as ts
 from tests.tools._support import calls_reply, text_reply, user
 from toolstitch.events import RunEvent, StreamAbandoned
 from toolstitch.history import validate_history
-from toolstitch.loop._run import _corrected
+from toolstitch.loop._entries import corrected as _corrected
 from toolstitch.testing import LocalServer, StreamScript, chunk
 from toolstitch.tools import Toolbox, tool
 

@@ -5,8 +5,44 @@ from __future__ import annotations
 
 from . import _pull, _run, _stream_event
 from ._pull import *  # noqa: F403 - the iterator forms, listed in _pull.__all__
-from ._run import *  # noqa: F403 - the public names of the loop, listed once in _run.__all__
+from ._results import (
+    CallAwaitingApproval,
+    CallDispatched,
+    CallFinished,
+    RequestRetried,
+    ResponseReceived,
+    RunEvent,
+    RunResult,
+    Step,
+    StepFinished,
+    StepStarted,
+    StepTimings,
+    StreamAbandoned,
+)
+from ._retry import RetryPolicy
+from ._run import *  # noqa: F403 - run and arun
 from ._stream_event import *  # noqa: F403 - StreamEvent
 from ._timeline import CallLane, Stage, StepLane, Timeline
 
-__all__ = [*_run.__all__, *_pull.__all__, *_stream_event.__all__, "CallLane", "Stage", "StepLane", "Timeline"]
+__all__ = [
+    *_run.__all__,
+    *_pull.__all__,
+    *_stream_event.__all__,
+    "CallAwaitingApproval",
+    "CallDispatched",
+    "CallFinished",
+    "CallLane",
+    "RequestRetried",
+    "ResponseReceived",
+    "RetryPolicy",
+    "RunEvent",
+    "RunResult",
+    "Stage",
+    "Step",
+    "StepFinished",
+    "StepLane",
+    "StepStarted",
+    "StepTimings",
+    "StreamAbandoned",
+    "Timeline",
+]

@@ -15,6 +15,10 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+import openai
+from openai import AsyncOpenAI, OpenAI
+
+from ..client import WrappedClient, wrap
 from ..errors import RequestError
 from ..history import (
     HistoryProblem,
@@ -31,7 +35,7 @@ if TYPE_CHECKING:
     from ..tools import ToolResult
     from ._run import _Loop
 
-__all__ = ["API_ADAPTERS", "ChatAPI", "LoopAPI", "ResponsesAPI", "background_key"]
+__all__ = ["API_ADAPTERS", "ChatAPI", "LoopAPI", "ResponsesAPI", "background_key", "wrapped_client"]
 
 
 class LoopAPI:
@@ -268,3 +272,16 @@ def background_key(model: str, index: int, request: Mapping[str, Any]) -> str | 
     asked = [model, index, request.get("input"), request.get("tools"), request.get("instructions")]
     text = json.dumps(asked, sort_keys=True, ensure_ascii=True, default=str)
     return "background-response:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def wrapped_client(client: Any, want_async: bool, api: str = "chat") -> Any:
+    """The run's client, ``ts.wrap``-ped unless it is already, after checking it is of the kind the
+    twin (``run``: ``openai.OpenAI``, ``arun``: ``openai.AsyncOpenAI``) and the API need."""
+    target = client.unwrapped if isinstance(client, WrappedClient) else client
+    if want_async and not isinstance(target, AsyncOpenAI):
+        raise TypeError("arun() needs an openai.AsyncOpenAI client (use run() for a sync client)")
+    if not want_async and not isinstance(target, OpenAI):
+        raise TypeError("run() needs an openai.OpenAI client (use arun() for an async client)")
+    if api == "responses" and not hasattr(target, "responses"):
+        raise TypeError(f'api="responses" needs openai 1.66 or newer (this is {openai.__version__})')
+    return client if isinstance(client, WrappedClient) else wrap(client)

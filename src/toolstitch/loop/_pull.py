@@ -41,16 +41,8 @@ from collections.abc import AsyncGenerator, Generator
 from dataclasses import dataclass
 from typing import Any
 
-from ._run import (
-    RequestRetried,
-    ResponseReceived,
-    RunEvent,
-    RunResult,
-    StepFinished,
-    StepStarted,
-    arun,
-    run,
-)
+from ._results import RequestRetried, ResponseReceived, RunEvent, RunResult, StepFinished, StepStarted
+from ._run import arun, run
 from ._stream_event import StreamEvent
 
 __all__ = ["RunFinished", "arun_events", "run_events"]

@@ -63,18 +63,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
+import sys
+import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal, TypedDict
 
-import openai
 import tenacity
-from openai import AsyncOpenAI, OpenAI
 from openai.types.chat import ChatCompletion
 
-from ..client import WrappedClient, aresume, resume, wrap
+from ..client import WrappedClient, aresume, resume
 from ..core import (
     Accumulator,
     Anomaly,
@@ -89,7 +88,7 @@ from ..core import (
     parse_arguments,
     sealed_call,
 )
-from ..errors import ApprovalError, IncompleteStreamError, RequestError
+from ..errors import ApprovalError, RequestError
 from ..history import (
     Dialect,
     HistoryProblem,
@@ -116,332 +115,45 @@ from ..tools import (
     bound,
     cache_for,
     cached,
-    call_event,
     chat_span,
     check_arguments,
     current,
     duplicate_ids,
     execute,
     record_waiting,
-    stage_event,
     validated_approvals,
 )
-from ._api import API_ADAPTERS, LoopAPI
+from ._api import API_ADAPTERS, LoopAPI, wrapped_client
+from ._entries import CALL_ITEMS, OUTPUT_ITEMS, corrected, correction_text, list_field, plain_entry, text_of
+from ._results import (
+    CallAwaitingApproval,
+    CallDispatched,
+    CallFinished,
+    EventHook,
+    RequestRetried,
+    ResponseReceived,
+    RunEvent,
+    RunResult,
+    Step,
+    StepFinished,
+    StepStarted,
+    StepTimings,
+    StopReason,
+    StreamAbandoned,
+    trace,
+)
+from ._retry import Backoff, RetryPolicy, is_retryable
 from ._stream_event import StreamEvent
-from ._timeline import Timeline, build_timeline
+from ._timeline import build_timeline, stage_events
 
-__all__ = [
-    "CallAwaitingApproval",
-    "CallDispatched",
-    "CallFinished",
-    "RequestRetried",
-    "ResponseReceived",
-    "RetryPolicy",
-    "RunEvent",
-    "RunResult",
-    "Step",
-    "StepFinished",
-    "StepStarted",
-    "StepTimings",
-    "StreamAbandoned",
-    "arun",
-    "run",
-]
+__all__ = ["arun", "run"]
 
 logger = logging.getLogger("toolstitch")
 
-StopReason = Literal["done", "max_steps", "max_corrections", "awaiting_approval"]
 API = Literal["chat", "responses"]
+_BACKGROUND_FP = "background-response"  # the ledger fingerprint of a step's background response
 # Refusals that the model can fix by sending a better call: they count as corrective rounds.
 _CORRECTABLE = frozenset({"invalid_arguments", "not_ready", "unknown_tool"})
-_CALL_ITEMS = frozenset({"function_call", "custom_tool_call"})
-"""The Responses items that are calls (a function's, a custom tool's)."""
-_OUTPUT_ITEMS = frozenset({"function_call_output", "custom_tool_call_output"})
-"""The Responses items that answer them."""
-
-
-# ----------------------------------------------------------------------------- results and events
-
-
-@dataclass(frozen=True, slots=True)
-class RetryPolicy:
-    """How failed requests are retried (exponential backoff with jitter, via tenacity).
-
-    ``attempts`` counts the first try (1 disables retrying). Waits grow from ``initial`` by
-    ``multiplier`` up to ``maximum`` seconds, plus up to ``jitter`` seconds; a ``Retry-After`` header
-    on a 429/503 is honoured up to ``maximum``.
-    """
-
-    attempts: int = 4
-    initial: float = 0.5
-    maximum: float = 8.0
-    multiplier: float = 2.0
-    jitter: float = 0.25
-
-    def __post_init__(self) -> None:
-        if self.attempts < 1:
-            raise ValueError("RetryPolicy.attempts must be at least 1")
-        if min(self.initial, self.maximum, self.jitter) < 0 or self.multiplier < 1:
-            raise ValueError("RetryPolicy waits must be >= 0 and multiplier >= 1")
-
-
-@dataclass(slots=True)
-class StepTimings:
-    """Where one step's time went (seconds).
-
-    ``first_chunk``   from sending the (successful) request to its first chunk
-    ``arguments``     from sending it to the moment the last call's arguments were complete
-    ``streaming``     from sending it to the end of its stream
-    ``validation``    spent in the gate, all calls together
-    ``confirmation``  spent waiting for approvals, all calls together
-    ``execution``     from the end of the stream to the moment every result was ready
-    ``total``         the whole step, failed attempts and backoff included
-    ``attempts``      requests sent (1 when the first one succeeded)
-    """
-
-    first_chunk: float | None = None
-    arguments: float | None = None
-    streaming: float | None = None
-    validation: float = 0.0
-    confirmation: float = 0.0
-    execution: float | None = None
-    total: float = 0.0
-    attempts: int = 0
-
-    def as_dict(self) -> dict[str, Any]:
-        """Plain data (JSON-ready): every field above, in seconds (and ``attempts``)."""
-        return {f: getattr(self, f) for f in self.__dataclass_fields__}
-
-    def add_calls(self, calls: Sequence[ToolCall], results: Sequence[ToolResult], sent_at: float) -> None:
-        """Fill the per-call parts of the breakdown from the calls and their results."""
-        complete = [c.metrics.arguments_complete_at for c in calls if c.metrics.arguments_complete_at]
-        if complete:
-            self.arguments = max(complete) - sent_at
-        self.validation = sum(r.timings.validation for r in results)
-        self.confirmation = sum(r.timings.confirmation for r in results)
-
-
-@dataclass(slots=True)
-class Step:
-    """One round trip: the completion, its calls (with their status) and their results.
-
-    A step that resumes the unanswered calls of the input ``messages`` has ``completion=None``.
-    """
-
-    index: int
-    completion: ChatCompletion | None
-    calls: list[ToolCall]
-    results: list[ToolResult]
-    timings: StepTimings
-    anomalies: list[Anomaly] = field(default_factory=list)
-    correction: str | None = None
-    """``fail_fast``: the step's stream was closed early because a call was refused while it
-    streamed; this is what the next request told the model (the step has no completion, and its
-    answer is not in the history)."""
-    marks: dict[str, float] = field(default_factory=dict)
-    """The step's instants (``time.monotonic()``): ``request_sent``, ``first_chunk``, ``finish``
-    (the choice's ``finish_reason``), ``stream_end``, ``results_ready``; the timeline's source."""
-
-
-@dataclass(slots=True)
-class RunResult:
-    """What :func:`run` returns.
-
-    ``messages``     the whole history (input and new turns), valid by ``ts.validate_history``
-                     (``api="responses"``: the ``input`` items, valid by ``ts.validate_input``;
-                     also ``result.input``)
-    ``completion``   the last ``ChatCompletion`` (``api="responses"``: the last ``Response``;
-                     ``result.output_text`` is its text)
-    ``steps``        per step: calls, their status, results, timings
-    ``stop_reason``  ``"done"`` (a step without tool calls), ``"max_steps"``, ``"max_corrections"``,
-                     ``"awaiting_approval"`` (calls wait for a person: see ``pending``)
-    ``pending``      the calls awaiting approval (``stop_reason == "awaiting_approval"``), with the
-                     ids the history carries: resume with ``run(..., messages=result.messages,
-                     approvals={call.id: True or ts.Deny("why")})``. Until then ``messages`` leaves
-                     them unanswered (so it is not a history to send as it is).
-    """
-
-    messages: list[Any]
-    completion: ChatCompletion | None
-    steps: list[Step]
-    stop_reason: StopReason
-    pending: list[ToolCall] = field(default_factory=list)
-    timeline: Timeline | None = None
-    """The run's waterfall: each step's and call's stages in milliseconds (``loop/_timeline.py``);
-    ``timeline.as_dict()`` is plain data, ``timeline.save(path)`` what ``toolstitch replay --html``
-    draws."""
-
-    def to_html(self, title: str = "toolstitch run") -> str:
-        """The run's waterfall as one self-contained HTML page (``RunResult.timeline``)."""
-        timeline = self.timeline if self.timeline is not None else Timeline(0.0, 0.0)
-        return timeline.to_html(title)
-
-    @property
-    def results(self) -> list[ToolResult]:
-        """Every tool result of the run, in order."""
-        return [r for s in self.steps for r in s.results]
-
-    @property
-    def input(self) -> list[Any]:
-        """The history as the Responses API's ``input`` (``api="responses"``): the items to store
-        and send again. The same list as ``messages``."""
-        return self.messages
-
-    @property
-    def output_text(self) -> str | None:
-        """The model's last text: the last response's ``output_text`` (``api="responses"``), or
-        the content of the last completion's first choice; None before any answer."""
-        last = self.completion
-        if last is None:
-            return None
-        text = getattr(last, "output_text", None)
-        if isinstance(text, str):
-            return text
-        choices = getattr(last, "choices", None) or []
-        content = getattr(getattr(choices[0], "message", None), "content", None) if choices else None
-        return content if isinstance(content, str) else None
-
-
-@dataclass(frozen=True, slots=True)
-class StepStarted:
-    """A step is about to send its request."""
-
-    step: int
-
-
-@dataclass(frozen=True, slots=True)
-class RequestRetried:
-    """A request failed before any call was sealed; it is sent again after ``wait`` seconds."""
-
-    step: int
-    attempt: int
-    error: BaseException
-    wait: float
-
-
-@dataclass(frozen=True, slots=True)
-class ResponseReceived:
-    """The stream is sealed and ``message`` was appended to the history: save it here to resume an
-    interrupted run (its calls have not run yet). With ``api="responses"``, ``completion`` is the
-    ``Response`` and ``message`` is ``{"items": [...]}``, the output items appended to ``input``."""
-
-    step: int
-    completion: ChatCompletion
-    message: dict[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class CallDispatched:
-    """A call passed the gate and started (``eager``: before its stream was sealed)."""
-
-    step: int
-    call: ToolCall
-    eager: bool
-
-
-@dataclass(frozen=True, slots=True)
-class StreamAbandoned:
-    """``fail_fast``: ``call`` was refused while the model was still writing it (``reason``); the
-    stream was closed and the next request tells the model ``correction``."""
-
-    step: int
-    call: ToolCall
-    reason: str
-    correction: str
-
-
-@dataclass(frozen=True, slots=True)
-class CallAwaitingApproval:
-    """A call needs approval and the toolbox has no callback: it waits for ``run(approvals=...)``.
-
-    ``call.id`` is the id the history carries (the key of ``approvals``)."""
-
-    step: int
-    call: ToolCall
-
-
-@dataclass(frozen=True, slots=True)
-class CallFinished:
-    """A call has its result (run, refused, reused, timed out); ``result.timings`` has the breakdown."""
-
-    step: int
-    result: ToolResult
-
-    @property
-    def cached(self) -> bool:
-        """The result came from the tool's result cache (``@tool(cache=...)``): nothing ran."""
-        return self.result.cached
-
-
-@dataclass(frozen=True, slots=True)
-class StepFinished:
-    """A step is over; ``step.timings`` has the breakdown."""
-
-    step: Step
-
-
-RunEvent = (
-    StepStarted
-    | RequestRetried
-    | StreamEvent
-    | ResponseReceived
-    | CallDispatched
-    | StreamAbandoned
-    | CallAwaitingApproval
-    | CallFinished
-    | StepFinished
-)
-EventHook = Callable[[RunEvent], None]
-
-
-# ----------------------------------------------------------------------------- shared helpers
-
-
-def _is_retryable(exc: BaseException) -> bool:
-    """Connection errors, 408/409/429/5xx, in-band stream errors, streams that ended unfinished."""
-    if isinstance(exc, IncompleteStreamError | openai.APIConnectionError):
-        return True
-    if isinstance(exc, openai.APIStatusError):
-        return exc.status_code in (408, 409, 429) or exc.status_code >= 500
-    return isinstance(exc, openai.APIError)  # an error event inside the stream
-
-
-def _retry_after(exc: BaseException) -> float | None:
-    response = getattr(exc, "response", None)
-    headers = getattr(response, "headers", None)
-    if headers is None:
-        return None
-    value = headers.get("retry-after")
-    try:
-        return float(value) if value is not None else None
-    except ValueError:
-        return None
-
-
-class _Wait(tenacity.wait.wait_base):
-    """Exponential backoff with jitter, stretched to a server's Retry-After (up to ``maximum``).
-
-    The formula is written out rather than taken from ``tenacity.wait_exponential_jitter``, whose
-    parameters changed between tenacity releases.
-    """
-
-    def __init__(self, policy: RetryPolicy) -> None:
-        self.policy = policy
-
-    def __call__(self, retry_state: tenacity.RetryCallState) -> float:
-        p = self.policy
-        exponent = max(0, retry_state.attempt_number - 1)
-        try:
-            backoff = min(p.maximum, p.initial * p.multiplier**exponent)
-        except OverflowError:
-            backoff = p.maximum
-        wait = backoff + random.uniform(0, p.jitter)
-        outcome = retry_state.outcome
-        error = outcome.exception() if outcome is not None else None
-        hinted = _retry_after(error) if error is not None else None
-        if hinted is not None:
-            wait = max(wait, min(hinted, p.maximum))
-        return wait
 
 
 @dataclass(frozen=True, slots=True)
@@ -533,7 +245,7 @@ class _Loop:
     # -- events --------------------------------------------------------------------------------
 
     def emit(self, event: RunEvent) -> None:
-        _trace(event)
+        trace(event)
         if self.on_event is not None:
             self.on_event(event)
 
@@ -552,7 +264,7 @@ class _Loop:
         (before anything is sent) when ``validate_request`` finds an error in them."""
         kwargs = dict(self.create_kwargs)
         correction, self.correction = self.correction, None
-        history = _corrected(list(self.history), correction, self.api.answers_with_output)
+        history = corrected(list(self.history), correction, self.api.answers_with_output)
         return self.api.request(self, kwargs, history)
 
     # -- eager dispatch ------------------------------------------------------------------------
@@ -596,13 +308,13 @@ class _Loop:
         """Every call id the history carries (calls and their answers, both APIs)."""
         taken: set[str] = set()
         for earlier in self.history:
-            data = _plain(earlier)
+            data = plain_entry(earlier)
             for key in ("tool_call_id", "call_id"):
                 if isinstance(data.get(key), str):
                     taken.add(data[key])
-            for c in _items(data.get("tool_calls")):
-                if isinstance(_plain(c).get("id"), str):
-                    taken.add(_plain(c)["id"])
+            for c in list_field(data.get("tool_calls")):
+                if isinstance(plain_entry(c).get("id"), str):
+                    taken.add(plain_entry(c)["id"])
         return taken
 
     # -- after the stream ----------------------------------------------------------------------
@@ -620,12 +332,12 @@ class _Loop:
         d = get_dialect(self.dialect)
         taken: set[str] = set()
         for earlier in self.history:
-            data = _plain(earlier)
+            data = plain_entry(earlier)
             if isinstance(data.get("tool_call_id"), str):
                 taken.add(data["tool_call_id"])
-            for c in _items(data.get("tool_calls")):
-                if isinstance(_plain(c).get("id"), str):
-                    taken.add(_plain(c)["id"])
+            for c in list_field(data.get("tool_calls")):
+                if isinstance(plain_entry(c).get("id"), str):
+                    taken.add(plain_entry(c)["id"])
         renamed: dict[str, str] = {}
         for c in message.get("tool_calls") or []:
             call_id = c.get("id")
@@ -641,7 +353,7 @@ class _Loop:
                 taken.add(c["id"])
         self.renamed = renamed
         ids = [renamed.get(i, i) for i in (d.normalize_id(c.id or "") for c in calls)]
-        carried = [c.get("id") for c in _items(message.get("tool_calls"))]
+        carried = [c.get("id") for c in list_field(message.get("tool_calls"))]
         if len(carried) == len(ids):
             # A call that came without an id has the one assistant_message gave it: key it by that,
             # so that two id-less calls of different turns are not taken for one.
@@ -655,13 +367,13 @@ class _Loop:
         d = get_dialect("openai")
         taken = {
             data["call_id"]
-            for data in (_plain(i) for i in self.history)
+            for data in (plain_entry(i) for i in self.history)
             if isinstance(data.get("call_id"), str)
         }
         renamed: dict[str, str] = {}
         for item in items:
             call_id = item.get("call_id")
-            if item.get("type") not in _CALL_ITEMS or not isinstance(call_id, str):
+            if item.get("type") not in CALL_ITEMS or not isinstance(call_id, str):
                 continue
             if call_id in taken:
                 fresh = d.fresh_id(f"{call_id}:{len(self.history)}", taken)
@@ -691,24 +403,24 @@ class _Loop:
         """The trailing assistant message with tool calls (only tool messages after it): its index
         in the history and its calls as dicts; None when the history does not end with one."""
         for i in range(len(self.history) - 1, -1, -1):
-            data = _plain(self.history[i])
+            data = plain_entry(self.history[i])
             role = data.get("role")
             if role == "tool":
                 continue
             if role == "assistant" and data.get("tool_calls"):
-                return i, [_plain(c) for c in _items(data.get("tool_calls"))]
+                return i, [plain_entry(c) for c in list_field(data.get("tool_calls"))]
             return None
         return None
 
     def _unanswered_items(self) -> list[dict[str, Any]]:
         """The ``function_call`` items of a Responses history that no output answers (a run
         resumed after a crash), in order."""
-        items = [_plain(i) for i in self.history]
-        answered = {i.get("call_id") for i in items if i.get("type") in _OUTPUT_ITEMS}
+        items = [plain_entry(i) for i in self.history]
+        answered = {i.get("call_id") for i in items if i.get("type") in OUTPUT_ITEMS}
         return [
             i
             for i in items
-            if i.get("type") in _CALL_ITEMS
+            if i.get("type") in CALL_ITEMS
             and isinstance(i.get("call_id"), str)
             and i["call_id"]
             and i["call_id"] not in answered
@@ -724,14 +436,14 @@ class _Loop:
         if trailing is None:
             return None
         last, raw = trailing
-        replies = (_plain(m).get("tool_call_id") for m in self.history[last + 1 :])
+        replies = (plain_entry(m).get("tool_call_id") for m in self.history[last + 1 :])
         answered = {a for a in replies if isinstance(a, str)}
         # A call without an id cannot be answered, so it is not run (validate_request says why).
         todo = [c for c in raw if isinstance(c.get("id"), str) and c["id"] and c["id"] not in answered]
         found = [
             (c["id"], function.get("name"), function.get("arguments"))
             for c in todo
-            for function in (_plain(c.get("function")),)
+            for function in (plain_entry(c.get("function")),)
         ]
         if not found:
             return None
@@ -960,7 +672,7 @@ class _Turn:
         loop, step = self.loop, self.index
 
         def retryable(exc: BaseException) -> bool:
-            again = not self.sealed and _is_retryable(exc)  # a sealed answer was complete: not again
+            again = not self.sealed and is_retryable(exc)  # a sealed answer was complete: not again
             if not again:
                 self.discard()
             return again
@@ -990,7 +702,7 @@ class _Turn:
 
         return dict(
             stop=stop,
-            wait=_Wait(loop.policy),
+            wait=Backoff(loop.policy),
             retry=tenacity.retry_if_exception(retryable),
             before_sleep=before_sleep,
             reraise=True,
@@ -1038,7 +750,7 @@ class _Turn:
         if self.abandoned is not None or "finish" in self.marks:
             return
         if isinstance(event, ToolCallInvalid):
-            call, reason = event.call, _text_of(event.error)
+            call, reason = event.call, text_of(event.error)
         elif isinstance(event, ArgumentsMalformed):
             at = "" if event.position is None else f" (at character {event.position})"
             call, reason = event.call, f"the arguments are not valid JSON: {event.reason}{at}"
@@ -1065,7 +777,7 @@ class _Turn:
         timings.streaming = self.t_end - self.t_request
         timings.total = now() - self.t_step
         self.observer.finished(acc.metrics.first_chunk_at, None)
-        correction = _correction_text(call, reason)
+        correction = correction_text(call, reason)
         loop.correction = correction
         loop.emit(StreamAbandoned(self.index, call, reason, correction))
         calls = list(acc.tool_calls)
@@ -1219,17 +931,6 @@ class _Turn:
         return "max_corrections" if out_of_rounds else None
 
 
-def _trace(event: RunEvent) -> None:
-    """A call's lifecycle after its stream, as span events on the current span (OpenTelemetry)."""
-    if isinstance(event, CallDispatched):
-        call_event("dispatched", event.call, eager=event.eager)
-    elif isinstance(event, CallAwaitingApproval):
-        call_event("awaiting_approval", event.call)
-    elif isinstance(event, CallFinished):
-        r = event.result
-        call_event("finished", r.call, status=r.status, reason=r.reason, reused=r.reused, cached=r.cached)
-
-
 @dataclass(frozen=True, slots=True)
 class _Parsed:
     """The parsed arguments of a call still streaming, read as ``canonical_key`` reads a call."""
@@ -1237,93 +938,7 @@ class _Parsed:
     parsed: Any
 
 
-def stage_events(timeline: Timeline) -> None:
-    """The timeline's stages as OpenTelemetry span events (``toolstitch.stage``) on the current
-    span, each stamped with its stage's start (nothing without OpenTelemetry)."""
-    origin = timeline.started_at
-    for step in timeline.steps:
-        for s in step.stages:
-            stage_event({"step": step.index, **s.as_dict()}, origin + s.start / 1000.0)
-        for c in step.calls:
-            for s in c.stages:
-                where = {"step": step.index, "call.index": c.index, "call.id": c.id, "tool": c.name}
-                stage_event({**where, **s.as_dict()}, origin + s.start / 1000.0)
-
-
-def _text_of(error: BaseException) -> str:
-    try:
-        return str(error)
-    except Exception:  # a hostile __str__
-        return type(error).__name__
-
-
-def _correction_text(call: ToolCall, reason: str) -> str:
-    """What the model reads after ``fail_fast`` closed its answer: the tool, the reason (which
-    names the argument when the check does), and what to do."""
-    name = call.name if isinstance(call.name, str) and call.name else "a tool"
-    reason = reason if len(reason) <= 500 else reason[:499] + "…"
-    return (
-        f"Your previous answer was stopped while you were writing the call to {name}: it was refused "
-        f"because {reason}. It was not run. Write the call to {name} again with valid arguments."
-    )
-
-
-def _corrected(history: list[Any], correction: str | None, with_output: bool) -> list[Any]:
-    """The next request's history with ``correction`` in a form every server accepts: added to the
-    text of the last message when it is a user or tool message (a second user message in a row,
-    or one right after a tool message, is refused by some servers: H37, H41), else as a user
-    message. The stored history is left as it is."""
-    if correction is None:
-        return history
-    last = _plain(history[-1]) if history else {}
-    key = "output" if with_output and last.get("type") in _OUTPUT_ITEMS else "content"
-    role_ok = last.get("role") in ("user", "tool") or key == "output"
-    value = last.get(key)
-    if role_ok and isinstance(value, str):
-        return [*history[:-1], {**last, key: f"{value}\n\n{correction}" if value else correction}]
-    if role_ok and isinstance(value, list) and not with_output:
-        return [*history[:-1], {**last, key: [*value, {"type": "text", "text": correction}]}]
-    return [*history, {"role": "user", "content": correction}]
-
-
-def _plain(value: Any) -> dict[str, Any]:
-    """A message or call as a dict; anything that is not one (hostile history entries) is ``{}``."""
-    # Not history's to_plain (nor recording's plain): the loop reads a few top-level keys of history
-    # entries each step and needs a dict; to_plain copies every level, which would cost the whole
-    # history's size per step, and plain turns values into JSON text. Same name, other jobs.
-    try:
-        if isinstance(value, Mapping):
-            return dict(value)
-        dump = getattr(value, "model_dump", None)
-        if callable(dump):
-            out = dump()
-            if isinstance(out, dict):
-                return out
-    except Exception:
-        pass
-    return {}
-
-
-_BACKGROUND_FP = "background-response"
-
-
-def _items(value: Any) -> list[Any]:
-    """A list field of a history entry (``tool_calls``), or ``[]`` when it is not a list."""
-    return list(value) if isinstance(value, list | tuple) else []
-
-
-def _wrapped(client: Any, want_async: bool, api: API = "chat") -> Any:
-    target = client.unwrapped if isinstance(client, WrappedClient) else client
-    if want_async and not isinstance(target, AsyncOpenAI):
-        raise TypeError("arun() needs an openai.AsyncOpenAI client (use run() for a sync client)")
-    if not want_async and not isinstance(target, OpenAI):
-        raise TypeError("run() needs an openai.OpenAI client (use arun() for an async client)")
-    if api == "responses" and not hasattr(target, "responses"):
-        raise TypeError(f'api="responses" needs openai 1.66 or newer (this is {openai.__version__})')
-    return client if isinstance(client, WrappedClient) else wrap(client)
-
-
-# ----------------------------------------------------------------------------- sync twin
+# ----------------------------------------------------------------------------- run and arun
 
 
 def run(
@@ -1380,64 +995,10 @@ def run(
     ``result.output_text`` the answer.
     """
     options = _RunOptions.of(locals())
-    wrapped = _wrapped(client, want_async=False, api=options.api)
+    wrapped = wrapped_client(client, want_async=False, api=options.api)
     loop = _Loop(options)
     loop.over(wrapped)
-    now_, waiting = loop.plan_resume(loop.pending())
-    if now_ or waiting:
-        _resume(loop, now_, bool(waiting))
-    if waiting:
-        loop.defer(0)
-        return loop.result("awaiting_approval")
-    for index in loop.step_indices():
-        stop = _step(loop, wrapped, options.model, index)
-        if stop is not None:
-            return loop.result(stop)
-    return loop.result("max_steps")
-
-
-def _resume(loop: _Loop, calls: list[ToolCall], waiting: bool) -> None:
-    t0 = now()
-    results = execute(loop.box, calls, **loop.resume_kwargs(calls)) if calls else []
-    loop.resumed(calls, results, t0, waiting)
-
-
-def _step(loop: _Loop, wrapped: Any, model: str, index: int) -> StopReason | None:
-    # Kept twice on purpose, here and in _astep: only the I/O differs (for/async for, with/async
-    # with, await); every decision is in _Turn, once.
-    turn = loop.begin_step(index)
-    turn.resume_from = turn.recorded_background()
-    for attempt in tenacity.Retrying(**turn.retrying_kwargs()):
-        with attempt:
-            turn.attempt_started()
-            try:
-                turn.stream = stream = turn.send(wrapped, model)
-                with stream, turn.reading():
-                    for event in stream.events():
-                        turn.streamed(event)
-                        if turn.abandoned is not None:
-                            break  # fail_fast: leaving the block closes the stream at once
-                    if turn.abandoned is not None:
-                        pass
-                    else:
-                        turn.completion = loop.api.final(stream)
-            except BaseException as exc:
-                turn.attempt_failed(exc)
-                raise
-    if turn.abandoned is not None:
-        return turn.abandon()
-    stop = turn.received()
-    if stop is not None:
-        return stop
-    calls = turn.to_run()
-    results = execute(loop.box, calls, **turn.execute_kwargs()) if calls else []
-    stop = turn.executed(results)
-    if turn.waiting:
-        loop.defer(index)
-    return stop
-
-
-# ----------------------------------------------------------------------------- async twin
+    return _drive(_run_flow(loop, wrapped, options.model), loop)
 
 
 @async_twin_of(run)
@@ -1445,50 +1006,54 @@ async def arun(client: Any, **options: Any) -> RunResult:
     """The async twin of :func:`run` (``openai.AsyncOpenAI``), with the same keyword arguments.
     Cancelling it closes the stream and cancels running async tools."""
     opts = _RunOptions.of(bound(run, client, **options))
-    wrapped = _wrapped(client, want_async=True, api=opts.api)
+    wrapped = wrapped_client(client, want_async=True, api=opts.api)
     loop = _Loop(opts)
     loop.over(wrapped)
-    now_, waiting = await loop.ledger._io(loop.plan_resume, loop.pending())
+    return await _adrive(_run_flow(loop, wrapped, opts.model), loop)
+
+
+# ----------------------------------------------------------------------------- the flow and its drivers
+#
+# The run is written once, as a generator, in the manner of httpx's auth flow (``Auth.auth_flow``
+# driven by ``sync_auth_flow`` and ``async_auth_flow``): every decision is here and in _Loop and
+# _Turn; every I/O is an operation the flow yields, ``(kind, *arguments)``, which ``run``'s driver
+# performs blocking and ``arun``'s awaiting, sending the outcome back (or throwing its exception in).
+
+_Op = tuple[Any, ...]
+_Flow = Generator[_Op, Any, Any]
+_END = object()  # what "next" answers at the end of the stream
+
+
+def _run_flow(loop: _Loop, wrapped: Any, model: str) -> Generator[_Op, Any, RunResult]:
+    """The whole run: the resumed step 0 (if the history ends with unanswered calls), then steps."""
+    now_, waiting = yield ("io", loop.plan_resume, loop.pending())
     if now_ or waiting:
-        await _aresume(loop, now_, bool(waiting))
+        t0 = now()
+        results = (yield ("execute", now_, loop.resume_kwargs(now_))) if now_ else []
+        loop.resumed(now_, results, t0, bool(waiting))
     if waiting:
-        await loop.ledger._io(loop.defer, 0)
+        yield ("io", loop.defer, 0)
         return loop.result("awaiting_approval")
     for index in loop.step_indices():
-        stop = await _astep(loop, wrapped, opts.model, index)
+        stop = yield from _step_flow(loop, wrapped, model, index)
         if stop is not None:
             return loop.result(stop)
     return loop.result("max_steps")
 
 
-async def _aresume(loop: _Loop, calls: list[ToolCall], waiting: bool) -> None:
-    t0 = now()
-    results = await aexecute(loop.box, calls, **loop.resume_kwargs(calls)) if calls else []
-    loop.resumed(calls, results, t0, waiting)
-
-
-# _aresume and _astep repeat _resume and _step line for line but for ``await``/``async for``/
-# ``async with``: every decision is in _Loop and _Turn, shared; what is left cannot be one function.
-async def _astep(loop: _Loop, wrapped: Any, model: str, index: int) -> StopReason | None:
+def _step_flow(loop: _Loop, wrapped: Any, model: str, index: int) -> Generator[_Op, Any, StopReason | None]:
+    """One step: the request (retried with tenacity, its waits yielded), the stream, the calls."""
     turn = loop.begin_step(index)
-    turn.resume_from = await loop.ledger._io(turn.recorded_background)
-    async for attempt in tenacity.AsyncRetrying(sleep=asyncio.sleep, **turn.retrying_kwargs()):
+    turn.resume_from = yield ("io", turn.recorded_background)
+    waits: list[float] = []  # tenacity's sleeps, performed by the driver
+    for attempt in tenacity.Retrying(sleep=waits.append, **turn.retrying_kwargs()):
+        if waits:
+            yield ("sleep", waits.pop())
         with attempt:
-            turn.attempt_started(asyncio.get_running_loop())
+            turn.attempt_started((yield ("aio",)))
             try:
-                turn.stream = stream = await turn.send(wrapped, model)
-                async with stream:
-                    with turn.reading():
-                        async for event in stream.events():
-                            turn.streamed(event)
-                            if loop.pace is not None:
-                                await loop.pace()
-                            if turn.abandoned is not None:
-                                break  # fail_fast: leaving the block closes the stream at once
-                    if turn.abandoned is not None:
-                        pass
-                    else:
-                        turn.completion = await loop.api.afinal(stream)
+                turn.stream = stream = yield ("send", turn, wrapped, model)
+                yield from _read_flow(loop, turn, stream)
             except BaseException as exc:
                 turn.attempt_failed(exc)
                 raise
@@ -1498,8 +1063,126 @@ async def _astep(loop: _Loop, wrapped: Any, model: str, index: int) -> StopReaso
     if stop is not None:
         return stop
     calls = turn.to_run()
-    results = await aexecute(loop.box, calls, **turn.execute_kwargs()) if calls else []
+    results = (yield ("execute", calls, turn.execute_kwargs())) if calls else []
     stop = turn.executed(results)
     if turn.waiting:
-        await loop.ledger._io(loop.defer, index)
+        yield ("io", loop.defer, index)
     return stop
+
+
+def _read_flow(loop: _Loop, turn: _Turn, stream: Any) -> _Flow:
+    """``with stream:`` read its events, then its final answer; ``fail_fast`` leaves early (closing
+    the stream at once)."""
+    yield ("enter", stream)
+    try:
+        with turn.reading():
+            events = yield ("events", stream)
+            try:
+                while (event := (yield ("next", events))) is not _END:
+                    turn.streamed(event)
+                    if loop.pace is not None:
+                        yield ("pace",)
+                    if turn.abandoned is not None:
+                        break
+            except GeneratorExit:
+                raise
+            except BaseException:
+                yield ("close", events)
+                raise
+            yield ("close", events)  # as leaving a ``for`` loop does, before the stream closes
+            if turn.abandoned is None:
+                turn.completion = yield ("final", stream)
+    except GeneratorExit:
+        raise
+    except BaseException:
+        if not (yield ("exit", stream, sys.exc_info())):
+            raise
+    else:
+        yield ("exit", stream, (None, None, None))
+
+
+_SYNC: dict[str, Callable[..., Any]] = {
+    "next": lambda loop, it: next(it, _END),
+    "pace": lambda loop: None,
+    "io": lambda loop, fn, *args: fn(*args),
+    "execute": lambda loop, calls, kwargs: execute(loop.box, calls, **kwargs),
+    "aio": lambda loop: None,
+    "sleep": lambda loop, seconds: time.sleep(seconds),
+    "send": lambda loop, turn, wrapped, model: turn.send(wrapped, model),
+    "enter": lambda loop, stream: stream.__enter__(),
+    "exit": lambda loop, stream, exc_info: stream.__exit__(*exc_info),
+    "events": lambda loop, stream: iter(stream.events()),
+    "close": lambda loop, events: getattr(events, "close", lambda: None)(),
+    "final": lambda loop, stream: loop.api.final(stream),
+}
+
+
+async def _await_op(loop: _Loop, op: _Op) -> Any:
+    """One operation of the flow, awaited (``arun``)."""
+    kind = op[0]
+    if kind == "next":
+        return await anext(op[1], _END)
+    if kind == "pace":
+        return await loop.pace() if loop.pace is not None else None
+    if kind == "io":
+        return await loop.ledger._io(op[1], *op[2:])
+    if kind == "execute":
+        return await aexecute(loop.box, op[1], **op[2])
+    if kind == "aio":
+        return asyncio.get_running_loop()
+    if kind == "sleep":
+        return await asyncio.sleep(op[1])
+    if kind == "send":
+        return await op[1].send(op[2], op[3])
+    if kind == "enter":
+        return await op[1].__aenter__()
+    if kind == "exit":
+        return await op[1].__aexit__(*op[2])
+    if kind == "events":
+        return op[1].events().__aiter__()
+    if kind == "close":
+        aclose = getattr(op[1], "aclose", None)
+        return await aclose() if aclose is not None else None
+    return await loop.api.afinal(op[1])  # "final"
+
+
+class _Driven:
+    """A flow between two of its operations: what to send back into it, or throw in."""
+
+    def __init__(self, flow: Generator[_Op, Any, RunResult]) -> None:
+        self.flow = flow
+        self.sent: Any = None
+        self.error: BaseException | None = None
+        self.result: Any = None
+
+    def next_op(self) -> _Op | None:
+        """The flow's next operation, or None when it returned (``result``) or raised."""
+        try:
+            op = self.flow.send(self.sent) if self.error is None else self.flow.throw(self.error)
+        except StopIteration as done:
+            self.result = done.value
+            return None
+        self.sent, self.error = None, None
+        return op
+
+
+def _drive(flow: Generator[_Op, Any, RunResult], loop: _Loop) -> RunResult:
+    """``run``'s driver: each operation performed blocking."""
+    driven = _Driven(flow)
+    while (op := driven.next_op()) is not None:
+        try:
+            driven.sent = _SYNC[op[0]](loop, *op[1:])
+        except BaseException as exc:
+            driven.error = exc
+    return driven.result  # type: ignore[no-any-return]
+
+
+async def _adrive(flow: Generator[_Op, Any, RunResult], loop: _Loop) -> RunResult:
+    """``arun``'s driver: each operation awaited."""
+    driven = _Driven(flow)
+    while (op := driven.next_op()) is not None:
+        try:
+            driven.sent = await _await_op(loop, op)
+        except BaseException as exc:
+            driven.error = exc
+    return driven.result  # type: ignore[no-any-return]

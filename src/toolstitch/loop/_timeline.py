@@ -27,11 +27,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core import ToolCall, wall_clock
+from ..tools import stage_event
 from ._waterfall import waterfall_html
 
 if TYPE_CHECKING:
     from ..tools import Toolbox, ToolResult
-    from ._run import Step
+    from ._results import Step
 
 __all__ = [
     "CallLane",
@@ -39,7 +40,8 @@ __all__ = [
     "StepLane",
     "Timeline",
     "build_timeline",
-]  # the package exports all but the last
+    "stage_events",
+]  # the package exports all but the last two
 
 FORMAT = "toolstitch.run-timeline"
 
@@ -268,3 +270,19 @@ def _call_lane(
         if at is not None:
             lane.stages.append(Stage("execution", ms(at), ms(at), detail))
     return lane
+
+
+def stage_events(timeline: Timeline) -> None:
+    """The timeline's stages as OpenTelemetry span events (``toolstitch.stage``) on the current
+    span, each stamped with its stage's start (nothing without OpenTelemetry)."""
+    origin = timeline.started_at
+    for step in timeline.steps:
+        for s in step.stages:
+            stage_event({"step": step.index, **s.as_dict()}, origin + s.start / 1000.0)
+        for c in step.calls:
+            for s in c.stages:
+                where = {"step": step.index, "call.index": c.index, "call.id": c.id, "tool": c.name}
+                stage_event({**where, **s.as_dict()}, origin + s.start / 1000.0)
+
+
+_BACKGROUND_FP = "background-response"
