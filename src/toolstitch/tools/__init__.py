@@ -5,6 +5,7 @@
 * :mod:`._toolbox`     ``Toolbox``: the offered tools and the threads their calls run on.
 * :mod:`._runtime`     the thread pool and event-loop thread a toolbox owns.
 * :mod:`._workers`     the pool sync tools run on: bounded, and it lets go of a thread past its timeout.
+* :mod:`._process`     worker processes for ``isolation="process"`` tools, killed at their timeout.
 * :mod:`._gate`        ready, then offered, then valid, then approved.
 * :mod:`._approval`    ``Deny``, and the ledger's record of calls awaiting a person's approval.
 * :mod:`._cancel`      ``CancelToken``: how a sync tool learns its result is no longer wanted.

@@ -24,7 +24,7 @@ import re
 import typing
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypedDict, overload
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, TypedDict, overload
 
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
@@ -32,13 +32,14 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from ..core import InputFormat, ToolCall, read_format
 from ._approval import Deny
 from ._cancel import CancelToken
+from ._process import ISOLATIONS, reference_of
 from ._runtime import is_async_callable
 from ._strict import clean_schema, is_strict_schema, strict_schema
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-__all__ = ["ConfirmCallback", "Tool", "ToolOptions", "tool"]
+__all__ = ["ConfirmCallback", "Isolation", "Tool", "ToolOptions", "isolation_problem", "tool"]
 
 ConfirmCallback: TypeAlias = Callable[[ToolCall, "Tool"], "bool | Deny | Awaitable[bool | Deny]"]
 """Asked before a ``confirm=True`` tool runs: ``confirm(call, tool) -> True | False | ts.Deny(reason)``.
@@ -51,6 +52,11 @@ and the model reads the reason. A callback that raises refuses the call with a g
 exception is logged, never shown to the model). The toolbox's ``timeout``/``total_timeout`` bound the
 wait.
 """
+
+Isolation: TypeAlias = Literal["thread", "process"]
+"""Where a sync tool runs: in a thread of the toolbox's pool (``"thread"``: a timeout bounds the wait
+for it, not its run), or in a worker process that is killed when its timeout passes (``"process"``:
+the timeout bounds the run; see ``tools/_process.py``)."""
 
 _NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")  # OpenAI's pattern, accepted by every provider (H13)
 
@@ -342,6 +348,7 @@ class ToolOptions(TypedDict, total=False):
     strict: bool | None
     warm: Callable[[], Any] | None
     cache: float | None
+    isolation: Isolation | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -357,6 +364,7 @@ class _Options:
     strict: bool | None = None
     warm: Callable[[], Any] | None = None
     cache: float | None = None
+    isolation: Isolation | None = None
 
     @classmethod
     def of(cls, options: ToolOptions) -> _Options:
@@ -374,6 +382,8 @@ class _Options:
                 )
             if isinstance(made.cache, bool) or not made.cache > 0:
                 raise ValueError("cache must be a positive number of seconds (or None)")
+        if made.isolation is not None and made.isolation not in ISOLATIONS:
+            raise ValueError(f"isolation must be 'thread', 'process' or None, got {made.isolation!r}")
         if made.warm is not None and not callable(made.warm):
             raise TypeError("warm must be a function of no arguments (sync or async), or None")
         if made.eager and (not made.read_only or made.confirm):
@@ -402,6 +412,9 @@ class Tool:
                    arguments) again within the run's ledger scope (see ``tools/_cache.py``).
     ``warm``       a function of no arguments (sync or async) run once per toolbox before the first
                    call: its setup overlaps the model's writing (see ``tools/_warm.py``).
+    ``isolation``  ``"thread"`` or ``"process"`` (a sync tool run in a worker process, killed at its
+                   timeout: see ``tools/_process.py``); None: the toolbox's (``Toolbox(isolation=)``).
+    ``reference``  how a worker process finds the function (its module and qualified name).
     """
 
     def __init__(
@@ -449,6 +462,13 @@ class Tool:
         """A parameter annotated :class:`~toolstitch.CancelToken`: it receives a fresh token per call,
         cancelled when the result is no longer wanted (see ``tools/_cancel.py``)."""
         self.is_async = is_async_callable(fn)
+        self.isolation: Isolation | None = opts.isolation
+        """``"thread"``, ``"process"``, or None: the toolbox's (:meth:`Toolbox.isolation_of`)."""
+        self.reference = reference_of(fn)
+        if self.isolation == "process":
+            problem = isolation_problem(self)
+            if problem is not None:
+                raise ValueError(problem)
 
     def __repr__(self) -> str:
         flags = [f for f in ("custom", "read_only", "confirm", "strict") if getattr(self, f)]
@@ -757,6 +777,34 @@ class Tool:
         )
 
 
+def isolation_problem(t: Tool) -> str | None:
+    """Why ``t`` cannot run with ``isolation="process"`` (checked when it is made so, and when it
+    joins a toolbox whose default is ``"process"``), or None. Whether a worker process can import
+    its function is checked when it joins a toolbox (``_process.importable_problem``)."""
+    what = f"{t.name}: isolation='process' runs the tool's function in a worker process"
+    if t.is_async:
+        return (
+            f"{what}, and an async def runs on an event loop (cancelled there at its timeout): "
+            "make it a sync function, or use isolation='thread'"
+        )
+    if t.cancel_param is not None:
+        return (
+            f"{what}, which is killed when the result is no longer wanted, so the tool takes no "
+            f"CancelToken: drop the {t.cancel_param!r} parameter (or use isolation='thread')"
+        )
+    if t.warm is not None:
+        return (
+            f"{what}, and warm= would prepare this process, not the worker: drop warm= (do that setup "
+            "when the tool's module is imported, which the worker does) or use isolation='thread'"
+        )
+    if t.call_param is not None:
+        return (
+            f"{what}, and the ToolCall lives in this process: drop the {t.call_param!r} parameter "
+            "(take what it needs as arguments) or use isolation='thread'"
+        )
+    return None
+
+
 def _is_token(annotation: Any) -> bool:
     """``annotation`` names :class:`CancelToken` (the class, or an unresolved string naming it)."""
     return annotation is CancelToken or (
@@ -820,6 +868,7 @@ def tool(
     parameters: Mapping[str, Any] | None = None,
     warm: Callable[[], Any] | None = None,
     cache: float | None = None,
+    isolation: Isolation | None = None,
     custom: bool = False,
     format: Mapping[str, Any] | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
@@ -839,6 +888,7 @@ def tool(
     parameters: Mapping[str, Any] | None = None,
     warm: Callable[[], Any] | None = None,
     cache: float | None = None,
+    isolation: Isolation | None = None,
     custom: bool = False,
     format: Mapping[str, Any] | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
@@ -853,6 +903,9 @@ def tool(
     async) prepares what the tool needs (a connection, a client) once per toolbox, while the model
     is still writing: calls wait for it, and one that fails leaves the tool cold, never failing.
     ``cache=seconds`` (``read_only`` tools only) answers a repeated call from its stored result.
+    ``isolation="process"`` (a sync tool) runs it in a worker process that is killed at its
+    timeout, so the timeout bounds its run (``"thread"``, or None: the toolbox's, ``"thread"`` by
+    default; see ``Toolbox(isolation=...)``).
     ``custom=True`` (or a ``format=``, the Responses API's ``CustomToolInputFormat``) makes a
     custom tool: the model writes free text, the function's one ``str`` parameter, checked against
     ``format`` first (see :meth:`Tool.from_custom`).
@@ -870,6 +923,7 @@ def tool(
         "strict": strict,
         "warm": warm,
         "cache": cache,
+        "isolation": isolation,
     }
 
     def make(f: Callable[..., Any]) -> Tool:

@@ -37,7 +37,8 @@ they finish in. What never happens:
   seconds to unwind, once per batch, so a tool that swallows its cancellation cannot hold the batch;
   a sync tool's thread cannot be killed: its result is discarded, its :class:`CancelToken` says
   ``"timeout"``, and its thread is abandoned, no longer counting against ``max_workers``
-  (``_workers.py``);
+  (``_workers.py``); a sync tool that runs in a worker process (``isolation="process"``) is killed
+  with its process (``_process.py``), so the run ends with the wait;
 * a call that never began (still queued for a worker at its deadline) reported as run: it is
   ``"not_started"`` and its claim is released, so a retry runs it;
 * running a call twice: with a ledger, every call is claimed first (see :mod:`._claim`); a duplicate
@@ -78,6 +79,7 @@ from ._gate import (
     not_approved,
     outcome_unknown,
 )
+from ._process import ENDED, NOT_BEGUN, ProcessCall, ProcessWorkers
 from ._result import CallTimings, ResultStatus, ToolResult
 from ._runtime import is_async_callable
 from ._telemetry import activated, current_context, end_tool, span_context, start_tool
@@ -196,6 +198,24 @@ def _invoke_sync(fn: Callable[..., Any], kwargs: Mapping[str, Any], clock: _Cloc
         clock.finished_at = now()
 
 
+def _invoke_process(
+    workers: ProcessWorkers,
+    handle: ProcessCall,
+    fn: Callable[..., Any],
+    kwargs: Mapping[str, Any],
+    clock: _Clock,
+) -> Any:
+    """A sync tool with ``isolation="process"``, from a thread of the pool: it waits for a worker
+    process, passes the start gate, and waits for the function's reply (``_process.py``). No
+    warm-up to wait for (refused for process tools) and no span context in the worker."""
+    try:
+        value = workers.run(handle, fn, kwargs, clock.begin)  # ENDED: killed, nobody waits for it
+    finally:
+        if clock.started_at is not None:
+            clock.finished_at = now()
+    return _NEVER if value is NOT_BEGUN else value
+
+
 async def _invoke_async(fn: Callable[..., Any], kwargs: Mapping[str, Any], clock: _Clock) -> Any:
     clock.warm_wait = await await_for(clock.warm, clock.warm_limit)
     if not clock.begin():
@@ -207,19 +227,25 @@ async def _invoke_async(fn: Callable[..., Any], kwargs: Mapping[str, Any], clock
         clock.finished_at = now()
 
 
-def _dispatch(
-    box: Toolbox, t: Tool, kwargs: Mapping[str, Any], clock: _Clock, loop: asyncio.AbstractEventLoop
-) -> Any:
-    """Start ``t``: a sync tool in the pool (a ``concurrent.futures.Future``), an async one as a task
-    of ``loop``. The tool's warm-up is started now if nothing started it before; the function waits
-    for it first (at most ``warm_timeout``), then passes the start gate (:class:`_Clock`). This is
-    the one place a tool's function is handed to a thread or a loop."""
+def _dispatch(box: Toolbox, job: _Job, loop: asyncio.AbstractEventLoop) -> Any:
+    """Start the job's tool: a sync tool in the pool (a ``concurrent.futures.Future``), an async one
+    as a task of ``loop``; a sync tool with ``isolation="process"`` from the pool in a worker process,
+    whose handle the job keeps (``job.process``: :func:`_stop` kills it). The tool's warm-up is
+    started now if nothing started it before; the function waits for it first (at most
+    ``warm_timeout``), then passes the start gate (:class:`_Clock`). This is the one place a tool's
+    function is handed to a thread, a process or a loop."""
+    t, kwargs, clock = job.tool, job.kwargs, job.clock
     if t.warm is not None:
         box.warm_up_on([t.name], loop)
         clock.warm, clock.warm_limit = box.warm_state(t.name), box.warm_timeout
     if not t.is_async:
         ctx = contextvars.copy_context()
-        return box.runtime().pool.submit(ctx.run, _invoke_sync, t.fn, kwargs, clock)
+        runtime = box.runtime()
+        if box.isolation_of(t) == "process":
+            workers = runtime.processes()
+            job.process = workers.call()
+            return runtime.pool.submit(ctx.run, _invoke_process, workers, job.process, t.fn, kwargs, clock)
+        return runtime.pool.submit(ctx.run, _invoke_sync, t.fn, kwargs, clock)
     coro = _invoke_async(t.fn, kwargs, clock)
     if _running_loop() is loop:
         return loop.create_task(coro)
@@ -326,6 +352,9 @@ class _Job:
     parsed: Any = None
     """The call's parsed arguments (an eager start's, before its call is sealed, as the seal will
     parse them): what its cache key is made of."""
+    process: ProcessCall | None = None
+    """A process tool's hold on its worker process (``_process.py``): :func:`_stop` ends it, which
+    kills the process running the function."""
 
 
 @dataclass(slots=True, eq=False)
@@ -434,7 +463,7 @@ def _launch(door: _Door, job: _Job, loop: asyncio.AbstractEventLoop) -> None:
     job.launched_at = now()
     job.span = start_tool(job.call, job.tool, job.parent)
     job.clock.context = span_context(job.span)
-    job.future = _dispatch(door.box, job.tool, job.kwargs, job.clock, loop)
+    job.future = _dispatch(door.box, job, loop)
     if not job.tool.is_async:
         job.pool = door.box.runtime().pool
 
@@ -449,7 +478,8 @@ class Started:
     discarded (:meth:`cancel`): a function that never began never will, and its claim is released;
     an async tool is cancelled; a sync tool that is running is told through its
     :class:`CancelToken` (``"discarded"``), keeps its claim until it returns within its timeout, and
-    its ``ok`` result is recorded in the ledger, so that a retry of the call reuses it.
+    its ``ok`` result is recorded in the ledger, so that a retry of the call reuses it; a process
+    tool's process is killed (``_process.py``), and its claim is abandoned (outcome unknown).
     """
 
     __slots__ = ("arguments", "door", "flow", "job", "loop")
@@ -547,7 +577,13 @@ async def _discard(handle: Started) -> None:
     if not job.never_started and not job.tool.is_async:
         inner = _here(job.future)
         done, _ = await asyncio.wait({inner}, timeout=_remaining(door.box, job))
-        if done and not inner.cancelled() and inner.exception() is None and inner.result() is not _NEVER:
+        if (
+            done
+            and not inner.cancelled()
+            and inner.exception() is None
+            and inner.result() is not _NEVER
+            and inner.result() is not ENDED  # a process tool killed before it returned
+        ):
             result = ToolResult(job.call, "ok", value=inner.result(), timings=_run_timings(job))
     await door.settle_claim(job, result)
     if span is not None:
@@ -719,7 +755,7 @@ class _Batch:
         """The result of a finished future (sync or asyncio)."""
         timings = _run_timings(job)
         name = job.tool.name
-        if future.cancelled():
+        if future.cancelled() or (future.exception() is None and future.result() is ENDED):
             return _cancelled(job, timings)
         exc = future.exception()
         if exc is None and future.result() is _NEVER:  # given up before it began (see _Clock)
@@ -780,7 +816,8 @@ class _Batch:
         return ToolResult(
             job.call,
             "timeout",
-            error=f"Error: {name} did not finish within {scope}{shown}; it was abandoned and has no result.",
+            error=f"Error: {name} did not finish within {scope}{shown}; it was "
+            f"{'stopped' if job.process is not None else 'abandoned'} and has no result.",
             reason="timeout",
             timings=_run_timings(job),
         )
@@ -986,6 +1023,8 @@ def _stop(job: _Job, reason: str = "cancelled") -> None:
     job.never_started = job.clock.give_up()
     if job.future is not None:
         _cancel(job.future)
+    if job.process is not None:  # a process tool: its process is killed, so its run is over
+        job.process.end()
     if job.pool is not None:  # a sync function nobody waits for: its thread no longer counts
         job.pool.abandon(job.future)
 

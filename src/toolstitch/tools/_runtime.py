@@ -1,9 +1,11 @@
-"""A toolbox's threads: the bounded pool for sync tools and an event loop for async ones.
+"""A toolbox's threads: the bounded pool for sync tools and an event loop for async ones; and the
+worker processes of its ``isolation="process"`` tools.
 
 It lives in its own module so that the :class:`~toolstitch.Toolbox` can own it (made on first use,
-released by ``close()``) while the executor only uses it. ``close()`` waits at most
-:data:`CLOSE_GRACE` seconds in all: for sync tools still running (abandoned ones too: see
-:mod:`._workers`) and for async tools to unwind after their cancellation.
+released by ``close()``) while the executor only uses it. ``close()`` kills the worker processes
+first (:mod:`._process`), then waits at most :data:`CLOSE_GRACE` seconds in all: for sync tools
+still running (abandoned ones too: see :mod:`._workers`) and for async tools to unwind after their
+cancellation.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import threading
 from time import monotonic
 from typing import Any
 
+from ._process import ProcessWorkers
 from ._workers import Workers
 
 __all__ = ["CLOSE_GRACE", "Runtime", "is_async_callable"]
@@ -38,13 +41,26 @@ def is_async_callable(fn: Any) -> bool:
 class Runtime:
     """A toolbox's threads: the bounded pool for sync tools (:class:`~._workers.Workers`), and (made
     on first need) an event loop in a daemon thread for async tools and async callbacks called from
-    sync code."""
+    sync code, and the worker processes of process tools (:class:`~._process.ProcessWorkers`, as
+    many as the pool has threads)."""
 
     def __init__(self, max_workers: int | None) -> None:
         self.pool = Workers(max_workers)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
+        self._processes: ProcessWorkers | None = None
+        self._closed = False
         self._lock = threading.Lock()
+
+    def processes(self) -> ProcessWorkers:
+        """The worker processes of ``isolation="process"`` tools, made on first use (none is
+        started before a call needs one). Raises RuntimeError after :meth:`close`."""
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the toolbox was closed: its tool processes are gone")
+            if self._processes is None:
+                self._processes = ProcessWorkers(self.pool.max_workers)
+            return self._processes
 
     def loop(self) -> asyncio.AbstractEventLoop:
         with self._lock:
@@ -60,11 +76,14 @@ class Runtime:
             return self._loop
 
     def close(self) -> None:
-        """Stop the loop (its tasks are cancelled), refuse new sync jobs and cancel the queued ones,
-        then wait for both at most :data:`CLOSE_GRACE` seconds in all."""
+        """Kill the worker processes, stop the loop (its tasks are cancelled), refuse new sync jobs
+        and cancel the queued ones, then wait for both at most :data:`CLOSE_GRACE` seconds in all."""
         deadline = monotonic() + CLOSE_GRACE
         with self._lock:
             loop, thread, self._loop, self._thread = self._loop, self._thread, None, None
+            processes, self._processes, self._closed = self._processes, None, True
+        if processes is not None:  # first: the threads waiting for them return at once
+            processes.close()
         if loop is not None:
             loop.call_soon_threadsafe(loop.stop)  # async tools unwind while the pool closes
         self.pool.close(max(0.0, deadline - monotonic()))

@@ -1,4 +1,5 @@
-"""The :class:`Toolbox`: the tools offered to the model, and the threads their calls run on.
+"""The :class:`Toolbox`: the tools offered to the model, and the threads (and worker processes) their
+calls run on.
 
 It sits above the executor (``execute`` delegates to it) so that nothing below imports it back.
 """
@@ -6,14 +7,16 @@ It sits above the executor (``execute`` delegates to it) so that nothing below i
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from ..core import ToolCall
-from ._definition import ConfirmCallback, Tool, tool
+from ._definition import ConfirmCallback, Isolation, Tool, isolation_problem, tool
 from ._executor import ErrorMessage, ToolResult, aexecute, execute
+from ._process import ISOLATIONS, importable_problem
 from ._runtime import Runtime
 from ._twins import async_twin_of
 from ._warm import WarmUp, WarmUps
@@ -41,9 +44,15 @@ class Toolbox:
     ``total_timeout``  seconds for one batch of parallel calls, all together (None: no limit).
     ``warm_timeout``   seconds a call waits for its tool's warm-up (``@tool(warm=...)``) before it
                        runs cold.
+    ``isolation``      where sync tools that set none run: ``"thread"`` (the default: a timeout
+                       bounds the wait for the tool, not its run) or ``"process"`` (a worker process
+                       killed at the timeout, so the timeout bounds the run; at most ``max_workers``
+                       processes, kept for the next call: see ``tools/_process.py``). A tool's own
+                       ``@tool(isolation=...)`` wins.
 
     A toolbox owns a pool of daemon threads (and, for async tools run from sync code, an event-loop
-    thread); :meth:`close` releases them. It is also a context manager.
+    thread; for process tools, worker processes); :meth:`close` releases them. It is also a context
+    manager.
     """
 
     def __init__(
@@ -56,7 +65,10 @@ class Toolbox:
         timeout: float | None = None,
         total_timeout: float | None = None,
         warm_timeout: float = 10.0,
+        isolation: Isolation = "thread",
     ) -> None:
+        if isolation not in ISOLATIONS:
+            raise ValueError(f"isolation must be 'thread' or 'process', got {isolation!r}")
         if not warm_timeout > 0:
             raise ValueError("warm_timeout must be a positive number of seconds")
         if max_workers is not None and max_workers < 1:
@@ -71,6 +83,7 @@ class Toolbox:
         self.timeout = timeout
         self.total_timeout = total_timeout
         self.warm_timeout = warm_timeout
+        self._isolation: Isolation = isolation
         self._warm_ups = WarmUps()
         self._runtime: Runtime | None = None  # made on first use, released by close()
         self._runtime_lock = threading.Lock()
@@ -86,7 +99,11 @@ class Toolbox:
         """Add a tool: a :class:`Tool`, a plain function (made a tool with :func:`tool`), or a
         request's tool definition with the function that runs its calls (``add(definition, fn)``,
         or a ``(definition, fn)`` pair given to the constructor): ``openai.pydantic_function_tool(Model)``
-        gives ``fn`` the ``Model`` instance (see :meth:`Tool.from_definition`)."""
+        gives ``fn`` the ``Model`` instance (see :meth:`Tool.from_definition`).
+
+        A tool that runs in a worker process here (:meth:`isolation_of`) is checked now: it must be
+        a sync function without a ``CancelToken`` or ``ToolCall`` parameter or a ``warm=``, that a
+        fresh process can import by its module and name (``ValueError`` says what to change)."""
         if isinstance(item, Mapping):
             if fn is None:
                 raise TypeError(
@@ -99,6 +116,10 @@ class Toolbox:
             t = item if isinstance(item, Tool) else tool(item)
         if t.name in self._tools:
             raise ValueError(f"two tools are named {t.name!r}")
+        if self.isolation_of(t) == "process":
+            problem = isolation_problem(t) or importable_problem(t.name, t.reference, t)
+            if problem is not None:
+                raise ValueError(problem)
         self._tools[t.name] = t
         return t
 
@@ -129,6 +150,17 @@ class Toolbox:
         """The request's ``tools`` parameter."""
         return [t.definition() for t in self._tools.values()]
 
+    @property
+    def isolation(self) -> Isolation:
+        """Where sync tools that set no ``isolation`` of their own run (``"thread"``, ``"process"``)."""
+        return self._isolation
+
+    def isolation_of(self, t: Tool) -> Isolation:
+        """Where the calls of ``t`` run: its own ``isolation``, else the toolbox's. (An async tool
+        runs on an event loop, cancelled at its timeout; it cannot be ``"process"``, so a toolbox
+        whose default is ``"process"`` takes it only with its own ``isolation="thread"``.)"""
+        return t.isolation if t.isolation is not None else self._isolation
+
     def timeout_for(self, t: Tool) -> float | None:
         """The per-call timeout of ``t``: its own, else the toolbox default."""
         return t.timeout if t.timeout is not None else self.timeout
@@ -139,7 +171,8 @@ class Toolbox:
         """Start the warm-ups of the named tools (default: every tool) that declare one and have not
         started yet. The run loop calls this when it sends a request offering them and when a call
         is announced; call it yourself to warm a toolbox at start-up. From a coroutine, async
-        warm-ups run on its event loop. Never raises for a warm-up (its failure is recorded)."""
+        warm-ups run on its event loop. Never raises for a warm-up (its failure is recorded). When a
+        named tool runs in a worker process and none is idle, one is started in the background."""
         try:
             loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:
@@ -154,6 +187,9 @@ class Toolbox:
         for t in tools:
             if t is not None and t.warm is not None:
                 self._warm_ups.start(t.name, t.warm, self.runtime, loop)
+        if any(t is not None and self.isolation_of(t) == "process" for t in tools):
+            with contextlib.suppress(RuntimeError):  # closed meanwhile: the next call says so
+                self.runtime().processes().spare_soon()
 
     def warm_state(self, name: str) -> WarmUp | None:
         """The warm-up of tool ``name`` (its status, start and end), or None when it has not started."""
@@ -183,8 +219,9 @@ class Toolbox:
     ) -> list[ToolResult]:
         """Gate and run ``calls`` (one result per call, in the same order), for your own loop.
 
-        Parallel calls run concurrently: sync tools in the toolbox's thread pool, async tools on an
-        event loop in a background thread. ``timeout`` bounds the whole batch (default
+        Parallel calls run concurrently: sync tools in the toolbox's thread pool (``"process"``
+        ones in worker processes, each waited for by a thread of that pool), async tools on an event
+        loop in a background thread. ``timeout`` bounds the whole batch (default
         ``total_timeout``). A tool's exception becomes an error result unless ``raise_tool_errors``.
         """
         return execute(self, calls, ledger=ledger, timeout=timeout, raise_tool_errors=raise_tool_errors)
@@ -196,11 +233,12 @@ class Toolbox:
         return await aexecute(self, calls, **options)
 
     def close(self) -> None:
-        """Release the thread pool and the loop thread: refuse new calls, cancel the queued sync
-        calls and the running async tools, and wait for what still runs at most 1 second in all
-        (``CLOSE_GRACE``). A sync tool cannot be killed: one still running after that (one abandoned
-        past its timeout, say) finishes on its daemon thread, and the interpreter's exit waits for
-        such threads at most 2 seconds in all (``EXIT_GRACE``) before it ends them."""
+        """Release the thread pool, the loop thread and the worker processes: refuse new calls, kill
+        the worker processes (a process tool still running is ended), cancel the queued sync calls
+        and the running async tools, and wait for what still runs at most 1 second in all
+        (``CLOSE_GRACE``). A sync tool's thread cannot be killed: one still running after that (one
+        abandoned past its timeout, say) finishes on its daemon thread, and the interpreter's exit
+        waits for such threads at most 2 seconds in all (``EXIT_GRACE``) before it ends them."""
         with self._runtime_lock:
             runtime, self._runtime = self._runtime, None
         if runtime is not None:
