@@ -21,7 +21,10 @@ class Order(BaseModel):
 
 
 def _mark(pid_file: str) -> None:
-    Path(pid_file).write_text(str(os.getpid()), encoding="utf-8")
+    # Written aside, then renamed: whoever sees the file sees the whole pid (never an empty file).
+    aside = Path(f"{pid_file}.{os.getpid()}.tmp")
+    aside.write_text(str(os.getpid()), encoding="utf-8")
+    aside.replace(pid_file)
 
 
 @tool(isolation="process")

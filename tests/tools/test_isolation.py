@@ -8,6 +8,7 @@ bound is asserted only where the bound is the point (a tool that would sleep 60 
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import subprocess
 import sys
@@ -319,3 +320,17 @@ def test_a_name_that_resolves_to_another_function_is_refused() -> None:
         Toolbox([impostor], isolation="process")
     with Toolbox([Tool.from_function(iso.add, name="add_again", isolation="process")]) as b:  # the same
         assert b.isolation_of(b.get("add_again")) == "process"  # type: ignore[arg-type]
+
+
+@pytest.mark.skipif(
+    "forkserver" not in multiprocessing.get_all_start_methods(), reason="no forkserver on this platform"
+)
+def test_pin_the_forkserver_preload_list() -> None:
+    """docs/sdk-internals.md: the forkserver's preload list is read to add toolstitch's worker
+    module to it (the public setter can only replace it)."""
+    from multiprocessing import forkserver
+
+    server = getattr(forkserver, "_forkserver", None)
+    assert server is not None
+    preload = getattr(server, "_preload_modules", None)
+    assert isinstance(preload, list) and all(isinstance(m, str) for m in preload)
