@@ -388,3 +388,36 @@ def test_timed_out_sync_tools_do_not_hold_the_workers_the_next_call_needs() -> N
             assert ran.calls == [("fast", 3)]
         finally:
             release.set()
+
+
+def test_a_function_that_cannot_be_keyed_is_not_cached_and_never_raises() -> None:
+    """A callable whose ``__hash__`` raises: its calls run (uncached); nothing reaches the caller."""
+    ran = Recorder()
+
+    class Hostile:
+        __name__ = "lookup"
+        __doc__ = "Look up."
+
+        def __hash__(self) -> int:
+            raise ValueError("no hash for you")
+
+        def __call__(self, q: str) -> str:
+            ran.add("lookup", q)
+            return q
+
+    t = ts.Tool.from_schema(
+        Hostile(),
+        name="lookup",
+        description="Look up.",
+        parameters={"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]},
+        read_only=True,
+        cache=60,
+    )
+    from toolstitch.tools import ResultCache, execute
+
+    cache = ResultCache()
+    with Toolbox([t]) as box:
+        for call_id in ("c1", "c2"):
+            (result,) = execute(box, sealed([(call_id, "lookup", '{"q": "x"}')]), cache=cache)
+            assert result.ok and not result.cached
+    assert ran.calls == [("lookup", "x"), ("lookup", "x")]

@@ -60,7 +60,7 @@ def _function_serial(fn: Any) -> int | None:
             found = _FUNCTIONS.get(fn)
             if found is None:
                 found = _FUNCTIONS[fn] = next(_SERIALS)
-        except TypeError:
+        except Exception:  # not weakly referable, or a callable whose __hash__/__eq__ raises
             return None
         return found
 
