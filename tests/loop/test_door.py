@@ -421,3 +421,21 @@ def test_a_function_that_cannot_be_keyed_is_not_cached_and_never_raises() -> Non
             (result,) = execute(box, sealed([(call_id, "lookup", '{"q": "x"}')]), cache=cache)
             assert result.ok and not result.cached
     assert ran.calls == [("lookup", "x"), ("lookup", "x")]
+
+
+def test_an_id_the_history_already_carries_is_not_claimed_early_under_it(server: LocalServer) -> None:
+    """Quirk Q39 (TGI, SGLang: every call is "0"): the second turn's call gets a fresh id in the
+    history, so it is not started early under the old one (which the ledger holds as finished):
+    it runs after the seal, under the id the history carries, and is not taken for the first."""
+    ran = Recorder()
+    same = [("0", "lookup", '{"q": "one"}')]
+    server.enqueue(calls_reply(same), calls_reply(same), text_reply("done"))
+    events: list[RunEvent] = []
+    with _lookup_box(ran, 0.0) as box:
+        result = ts.run(server.client(), model="m", messages=user(), toolbox=box, on_event=events.append)
+    assert result.stop_reason == "done"
+    assert ran.calls == [("lookup", "one"), ("lookup", "one")]
+    assert [e.eager for e in events if isinstance(e, CallDispatched)] == [True, False]
+    assert not any(r.reused for r in result.results)
+    ids = [m["tool_call_id"] for m in result.messages if m["role"] == "tool"]
+    assert ids[0] == "0" and ids[1] != "0"
