@@ -6,6 +6,7 @@ Over real HTTP against the local server wherever the case is about a connection.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import threading
 import time
 from collections.abc import Iterator
@@ -22,6 +23,10 @@ from toolstitch.testing import LocalServer, StreamScript, response_events, tool_
 from toolstitch.tools import Toolbox, tool
 
 FAST = RetryPolicy(attempts=3, initial=0.0, maximum=0.0, jitter=0.0)
+RESPONSES_API = pytest.mark.skipif(
+    importlib.util.find_spec("openai.types.responses") is None,
+    reason="this openai release has no Responses API",
+)
 TWO = [("call_a", "lookup", '{"q": "one"}'), ("call_b", "lookup", '{"q": "two"}')]
 
 
@@ -111,6 +116,7 @@ async def test_eager_calls_of_a_dropped_stream_run_once_async(
     assert [r.value for r in result.steps[0].results] == ["found one", "found two"]
 
 
+@RESPONSES_API
 def test_an_eager_call_of_a_dropped_responses_stream_runs_once(server: LocalServer, tmp_path: Path) -> None:
     ran = Recorder()
     turn = response_events([TWO[0]])
