@@ -246,10 +246,7 @@ def _dispatch(box: Toolbox, job: _Job, loop: asyncio.AbstractEventLoop) -> Any:
             job.process = workers.call()
             return runtime.pool.submit(ctx.run, _invoke_process, workers, job.process, t.fn, kwargs, clock)
         return runtime.pool.submit(ctx.run, _invoke_sync, t.fn, kwargs, clock)
-    coro = _invoke_async(t.fn, kwargs, clock)
-    if _running_loop() is loop:
-        return loop.create_task(coro)
-    return asyncio.run_coroutine_threadsafe(coro, loop)  # from a sync run's reading thread
+    return _submit(loop, _invoke_async(t.fn, kwargs, clock))  # thread-safely from a sync run's reader
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:
@@ -280,10 +277,11 @@ def _here(future: Any) -> asyncio.Future[Any]:
         def copy(done: asyncio.Future[Any]) -> None:
             if mirror.done():
                 return
+            error = None if done.cancelled() else done.exception()
             if done.cancelled():
                 mirror.cancel()
-            elif done.exception() is not None:
-                mirror.set_exception(done.exception())
+            elif error is not None:
+                mirror.set_exception(error)
             else:
                 mirror.set_result(done.result())
 
@@ -678,7 +676,6 @@ class _Batch:
         self.otel_parent = current_context()
         """The caller's OpenTelemetry context: the parent of the ``execute_tool`` spans."""
         self.calls = list(calls)
-        self.ledger = ledger
         self.keys = keys
         self.on_start = on_start
         self.on_result = on_result
@@ -938,7 +935,7 @@ async def _confirm(batch: _Batch, job: _Job) -> Refusal | None:
     if job.key in batch.approvals:
         given = batch.approvals[job.key]
         if given is True:  # a yes holds only for the very call that was deferred (a no needs no check)
-            problem = await _deferral_problem(batch.ledger, job)
+            problem = await _deferral_problem(batch.door.ledger, job)
             if problem is not None:
                 return not_approved(job.call, problem)
         return _answered(job.call, given)
