@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import importlib
 import json
+import threading
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -145,6 +147,37 @@ def test_raw_string_items_are_sent_verbatim(server: LocalServer) -> None:
 def test_without_done_the_stream_simply_ends(server: LocalServer) -> None:
     server.enqueue(StreamScript(SCRIPT[:3], done=False))
     assert stream_dicts(server) == SCRIPT[:3]
+
+
+def test_hold_keeps_the_rest_of_the_stream_back_until_its_event_is_set(server: LocalServer) -> None:
+    held, set_at = threading.Event(), []
+
+    def release() -> None:
+        set_at.append(time.monotonic())
+        held.set()
+
+    server.enqueue(StreamScript(SCRIPT, hold={2: held}))
+    timer = threading.Timer(0.2, release)
+    arrived: list[float] = []
+    with server.client() as client:
+        stream = client.chat.completions.create(stream=True, model="m", messages=[])
+        timer.start()
+        got = []
+        for c in stream:
+            got.append(c.to_dict())
+            arrived.append(time.monotonic())
+    timer.join()
+    assert got == SCRIPT  # nothing lost or reordered
+    # The third write came only after the event was set, however late that was.
+    assert set_at[0] <= arrived[2]
+
+
+@pytest.mark.parametrize(
+    "hold", [{-1: threading.Event()}, {"1": threading.Event()}, {True: threading.Event()}]
+)
+def test_hold_refuses_what_is_not_a_write_number(hold: Any) -> None:
+    with pytest.raises(ValueError, match="hold"):
+        StreamScript(SCRIPT, hold=hold)
 
 
 # ----------------------------------------------------------------------------- helpers

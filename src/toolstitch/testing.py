@@ -426,6 +426,10 @@ def sse_body(items: Iterable[SSEItem], done: bool = True) -> bytes:
 # --------------------------------------------------------------------------- replies
 
 
+_HOLD_LIMIT = 10.0
+"""Seconds a ``StreamScript.hold`` waits at most: a test whose event never comes fails, not hangs."""
+
+
 @dataclass
 class StreamScript:
     """A streamed reply: ``chunks`` are dicts (sent as ``data: <json>``) or raw strings (verbatim).
@@ -455,6 +459,11 @@ class StreamScript:
     stall: float = 0.0
     """Seconds to hold the connection open after the last write, sending nothing (a stream that
     never ends, for a client's timeouts); ended early when the server stops."""
+    hold: Mapping[int, threading.Event] | None = None
+    """Before write ``n`` (an item, or a fragment with ``fragment``), wait until ``hold[n]`` is
+    set: a model that writes on only once something happened on the client's side (an eager tool
+    began, say). It makes an order a test asserts certain rather than likely on a loaded machine.
+    Bounded: at most 10 seconds, and ended early when the server stops."""
 
     def __post_init__(self) -> None:
         if self.fragment is not None and self.fragment < 1:
@@ -469,6 +478,8 @@ class StreamScript:
             raise ValueError("delays must be seconds from 0 to 3600")
         if not 0 <= self.first_delay < 3600:
             raise ValueError("first_delay must be seconds from 0 to 3600")
+        if self.hold is not None and any(type(n) is not int or n < 0 for n in self.hold):
+            raise ValueError("hold must map write numbers (ints >= 0) to threading.Event")
 
     @classmethod
     def responses(cls, events: Sequence[SSEItem], **kw: Any) -> StreamScript:
@@ -1011,6 +1022,9 @@ class _RequestHandler(BaseHTTPRequestHandler):
             # long stream the overshoot would add up to a slower model than the one scripted.
             start = time.monotonic() + script.first_delay
             for n, data in enumerate(writes):
+                held = script.hold.get(n) if script.hold is not None else None
+                if held is not None:
+                    self.server.owner._held(held)
                 if delays is not None:
                     if n < len(delays) and delays[n]:
                         time.sleep(delays[n])
@@ -1145,6 +1159,12 @@ class LocalServer:
         if "http_client" not in kwargs:
             options["http_client"] = openai.DefaultAsyncHttpxClient(verify=_tls_context())
         return openai.AsyncOpenAI(**{**options, **kwargs})
+
+    def _held(self, event: threading.Event) -> None:
+        """A stream's ``hold``: until ``event`` is set, the server stops, or 10 seconds passed."""
+        deadline = time.monotonic() + _HOLD_LIMIT
+        while not event.is_set() and not self._stopping.is_set() and time.monotonic() < deadline:
+            event.wait(0.01)
 
     def enqueue(self, *replies: Reply) -> None:
         """Queue replies, served in order to the next chat-completion requests."""

@@ -8,6 +8,7 @@ stays clean). Driven by chromium through Playwright (see ``tests/browser.py``).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,17 +17,19 @@ import pytest
 
 import toolstitch as ts
 from tests.browser import Watched, browser_context, watched  # noqa: F401 (fixtures)
-from tests.tools._support import text_reply, user
+from tests.tools._support import first_chunk_of, text_reply, user
 from toolstitch.cli import main
 from toolstitch.loop import Timeline
 from toolstitch.testing import LocalServer, StreamScript, tool_call_chunks
 
 HOSTILE = "<img src=x onerror=\"console.error('ran')\">"
+searching = threading.Event()
 
 
 @ts.tool(read_only=True)
 def search(city: str) -> str:
     """Search hotels."""
+    searching.set()
     return f"hotels in {city}"
 
 
@@ -39,9 +42,13 @@ def book(city: str) -> str:
 @pytest.fixture
 def page_file(tmp_path: Path) -> Iterator[Path]:
     calls = [("c1", "search", '{"city": "Rome"}'), ("c2", "book", '{"city": "Rome"}'), ("c3", "lookup", "{}")]
+    chunks = tool_call_chunks(calls, interleave=False, pieces=4)
+    searching.clear()
     with LocalServer() as server, ts.Toolbox([search, book]) as box:
         server.enqueue(
-            StreamScript(tool_call_chunks(calls, interleave=False, pieces=4), delay=0.003),
+            # The model writes the next call only once the eager search began: its bar begins
+            # inside the stream's on any machine, however loaded.
+            StreamScript(chunks, delay=0.003, hold={first_chunk_of(chunks, "c2"): searching}),
             text_reply("Booked."),
         )
         result = ts.run(server.client(), model="m", messages=user(), toolbox=box)

@@ -10,13 +10,14 @@ from pathlib import Path
 import pytest
 
 import toolstitch as ts
-from tests.tools._support import text_reply, user
+from tests.tools._support import first_chunk_of, text_reply, user
 from toolstitch.cli import main
 from toolstitch.loop import Timeline
 from toolstitch.testing import LocalServer, StreamScript, tool_call_chunks
 from toolstitch.tools import Toolbox, tool
 
 warmed = threading.Event()
+searching = threading.Event()
 
 
 def connect() -> None:
@@ -26,6 +27,7 @@ def connect() -> None:
 @tool(read_only=True, warm=connect, cache=60)
 def search(city: str) -> str:
     """Search hotels."""
+    searching.set()
     return f"hotels in {city}"
 
 
@@ -44,10 +46,12 @@ def server() -> Iterator[LocalServer]:
 def turn(server: LocalServer) -> ts.RunResult:
     calls = [("c1", "search", '{"city": "Rome"}'), ("c2", "book", '{"city": "Rome"}')]
     again = [("c3", "search", '{"city": "Rome"}')]
+    chunks = tool_call_chunks(calls, interleave=False, pieces=4)
+    searching.clear()
     server.enqueue(
-        # 25 ms a chunk: the eager search starts as soon as its arguments are complete, and the
-        # book call's chunks after it leave a loaded machine well over 100 ms to start it.
-        StreamScript(tool_call_chunks(calls, interleave=False, pieces=4), delay=0.025),
+        # The eager search starts as soon as its arguments are complete; the model writes the book
+        # call only once it began, so it began inside the stream on any machine, however loaded.
+        StreamScript(chunks, delay=0.003, hold={first_chunk_of(chunks, "c2"): searching}),
         StreamScript(tool_call_chunks(again)),
         text_reply("Booked in Rome."),
     )

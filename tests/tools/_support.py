@@ -62,3 +62,14 @@ def tool_messages_of(body: dict[str, Any]) -> list[dict[str, Any]]:
 
 def user(text: str = "hi") -> list[dict[str, Any]]:
     return [{"role": "user", "content": text}]
+
+
+def first_chunk_of(chunks: Sequence[Any], call_id: str) -> int:
+    """The number of the first chunk that carries the call ``call_id`` (its first fragment): a
+    ``StreamScript.hold`` there keeps the rest of the stream back until an event."""
+    for n, item in enumerate(chunks):
+        for choice in item.get("choices") or () if isinstance(item, dict) else ():
+            for piece in (choice.get("delta") or {}).get("tool_calls") or ():
+                if piece.get("id") == call_id:
+                    return n
+    raise ValueError(f"no chunk carries {call_id}")
