@@ -173,9 +173,9 @@ def test_hold_keeps_the_rest_of_the_stream_back_until_its_event_is_set(server: L
 
 
 @pytest.mark.parametrize(
-    "hold", [{-1: threading.Event()}, {"1": threading.Event()}, {True: threading.Event()}]
+    "hold", [{-1: threading.Event()}, {"1": threading.Event()}, {True: threading.Event()}, {1: "set"}]
 )
-def test_hold_refuses_what_is_not_a_write_number(hold: Any) -> None:
+def test_hold_refuses_what_is_not_a_write_number_and_an_event(hold: Any) -> None:
     with pytest.raises(ValueError, match="hold"):
         StreamScript(SCRIPT, hold=hold)
 

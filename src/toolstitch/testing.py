@@ -478,7 +478,9 @@ class StreamScript:
             raise ValueError("delays must be seconds from 0 to 3600")
         if not 0 <= self.first_delay < 3600:
             raise ValueError("first_delay must be seconds from 0 to 3600")
-        if self.hold is not None and any(type(n) is not int or n < 0 for n in self.hold):
+        if self.hold is not None and any(
+            type(n) is not int or n < 0 or not isinstance(e, threading.Event) for n, e in self.hold.items()
+        ):
             raise ValueError("hold must map write numbers (ints >= 0) to threading.Event")
 
     @classmethod

@@ -407,15 +407,9 @@ class ProcessWorkers:
                 return
             self._starting += 1
         try:
-            worker = self._start()
+            worker = self._launch()
         except Exception:  # the next call will try again, and say why
-            with self._lock:
-                self._starting -= 1
-                self._free.notify()
             return
-        with self._lock:
-            self._starting -= 1
-            self._live.add(worker)
         self._give_back(worker)
 
     def spare_soon(self) -> None:
@@ -467,6 +461,11 @@ class ProcessWorkers:
         finally:
             for worker in dead:
                 worker.reap(0)
+        return self._launch()
+
+    def _launch(self) -> _Worker:
+        """Start the process whose place the caller reserved (``_starting``) and count it live. A
+        start that fails frees the place; a process started after ``close`` is killed at once."""
         try:
             worker = self._start()
         except BaseException:
