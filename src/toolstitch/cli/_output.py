@@ -8,10 +8,22 @@ stderr, so scripts can read it.
 
 from __future__ import annotations
 
+import codecs
+import json
 import sys
+from pathlib import Path
 from typing import Any, Protocol, TextIO
 
-__all__ = ["EXIT_UNUSABLE", "MESSAGE_LIMIT", "SafeOutput", "TextSink", "fail", "one_line"]
+__all__ = [
+    "EXIT_UNUSABLE",
+    "MESSAGE_LIMIT",
+    "SafeOutput",
+    "TextSink",
+    "fail",
+    "json_text",
+    "one_line",
+    "write_page",
+]
 
 #: The exit code for input a command cannot use (argparse's own code for bad usage).
 EXIT_UNUSABLE = 2
@@ -25,6 +37,29 @@ class TextSink(Protocol):
     def write(self, text: str, /) -> Any: ...
 
 
+_ESCAPE = "toolstitch.json-escape"
+
+
+def _json_escape(error: UnicodeError) -> tuple[str, int]:
+    """A codec error handler: each character that cannot be encoded becomes its JSON escape
+    (``\\udc80``; ``\\u00e9``, where ``backslashreplace`` writes ``\\xe9``, which JSON refuses;
+    a character beyond the BMP as its two surrogate escapes)."""
+    if not isinstance(error, UnicodeEncodeError):
+        raise error
+    out = []
+    for c in error.object[error.start : error.end]:
+        n = ord(c)
+        if n > 0xFFFF:
+            n -= 0x10000
+            out.append(f"\\u{0xD800 | (n >> 10):04x}\\u{0xDC00 | (n & 0x3FF):04x}")
+        else:
+            out.append(f"\\u{n:04x}")
+    return "".join(out), error.end
+
+
+codecs.register_error(_ESCAPE, _json_escape)
+
+
 class SafeOutput:
     """Writes text to ``stream`` in whatever encoding it has: a character it cannot encode (a lone
     surrogate, or CJK text on an ASCII terminal) is written as its escape (``\\udc80``), which is
@@ -35,11 +70,26 @@ class SafeOutput:
         self._encoding = getattr(stream, "encoding", None) or "utf-8"
 
     def write(self, text: str) -> int:
-        safe = text.encode(self._encoding, "backslashreplace").decode(self._encoding)
+        safe = text.encode(self._encoding, _ESCAPE).decode(self._encoding)
         return self._stream.write(safe)
 
     def flush(self) -> None:
         self._stream.flush()
+
+
+def json_text(data: Any) -> str:
+    """``--json`` output: indented, readable text (``ensure_ascii=False``; :class:`SafeOutput`
+    escapes what the terminal cannot encode) and strict JSON: ``ValueError`` rather than ``NaN``,
+    which a strict reader refuses (every report is finite by construction)."""
+    return json.dumps(data, ensure_ascii=False, indent=2, allow_nan=False) + "\n"
+
+
+def write_page(path: str, page: str) -> None:
+    """Write an HTML report as UTF-8. Its text is escaped for HTML already; a lone surrogate (a
+    provider split an emoji, a file name that is not UTF-8) cannot be UTF-8 at all, so it is
+    written as its escape (``\\udc80``), visible in the page, and the file stays valid UTF-8.
+    ``OSError`` when it cannot be written."""
+    Path(path).write_text(page, encoding="utf-8", errors="backslashreplace")
 
 
 def one_line(text: object, limit: int = MESSAGE_LIMIT) -> str:

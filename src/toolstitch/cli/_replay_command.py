@@ -1,6 +1,8 @@
 """``toolstitch replay FILE``: a recorded stream, replayed, with its calls, timeline and latencies.
 
-Exit 0 when replayed, 2 (one line on stderr) when the file cannot be read or is not a recording.
+Exit 0 when replayed, 2 (one line on stderr) when the file cannot be read or is not a recording
+or a run timeline. A file is hostile input: whatever it holds, the command ends with 0 or 2, its
+output encodes, ``--json`` is strict JSON and ``--html`` is valid UTF-8.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 from ..errors import RecordingFormatError
 from ..loop import Timeline
 from ..recording import Replay, replay, report_data, report_html, report_text
-from ._output import SafeOutput, fail
+from ._output import SafeOutput, fail, json_text, one_line, write_page
 
 __all__ = ["add_command"]
 
@@ -34,50 +36,55 @@ def _live(replayed: Replay, out: SafeOutput) -> None:
     out.write("\n")
 
 
-def _timeline(path: str) -> Timeline | None:
-    """The run timeline ``path`` holds (``RunResult.timeline.save``), or None for anything else."""
+def _saved_run(path: str) -> dict[str, Any] | None:
+    """The data of ``path`` when it says it is a run timeline (``RunResult.timeline.save``), or
+    None for anything else, which is then read as a recording (or refused as one)."""
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read(64 * 1024 * 1024)
         data = json.loads(text)
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: nested too deep to read
         return None
+    return data if isinstance(data, dict) and data.get("format") == Timeline.FORMAT else None
+
+
+def _run_timeline(args: argparse.Namespace, data: dict[str, Any]) -> int:
+    """A saved run timeline: its waterfall (``--html``), and one line per stage (or ``--json``).
+
+    What it holds is refused, in one line, unless it is what ``Timeline.save`` writes (the types,
+    finite numbers: ``Timeline.from_dict``), so every output below is drawn from checked values.
+    """
     try:
-        return Timeline.from_dict(data) if isinstance(data, dict) and "format" in data else None
-    except ValueError:
-        return None
-
-
-def _run_timeline(args: argparse.Namespace, timeline: Timeline) -> int:
-    """A saved run timeline: its waterfall (``--html``), and one line per stage."""
+        timeline = Timeline.from_dict(data)
+    except ValueError as exc:
+        return fail("replay", f"{args.file}: not a usable run timeline: {exc}")
     out = SafeOutput(sys.stdout)
     if args.html:
         try:
-            Path(args.html).write_text(
-                timeline.to_html(f"toolstitch run: {Path(args.file).name}"), encoding="utf-8"
-            )
+            write_page(args.html, timeline.to_html(f"toolstitch run: {Path(args.file).name}"))
         except OSError as exc:
             return fail("replay", f"cannot write {args.html}: {exc.strerror or exc}")
     if args.json:
-        out.write(json.dumps(timeline.as_dict(), ensure_ascii=False, indent=2) + "\n")
+        out.write(json_text(timeline.as_dict()))
         return 0
     out.write(f"run: {len(timeline.steps)} steps, {len(timeline.calls)} calls, {timeline.total:.1f} ms\n")
     for step in timeline.steps:
         lanes = [(f"step {step.index}", step.stages)]
-        lanes += [(f"  #{c.index} {c.name or '?'}", c.stages) for c in step.calls]
+        lanes += [(f"  #{c.index} {one_line(c.name or '?', 60)}", c.stages) for c in step.calls]
         for who, stages in lanes:
             for st in stages:
                 end = "" if st.end is None else f" -> {st.end:8.1f}"
-                out.write(f"{who:<28} {st.name:<15} {st.start:8.1f}{end} ms {st.detail}\n")
+                name, detail = one_line(st.name, 60), one_line(st.detail, 60)
+                out.write(f"{who:<28} {name:<15} {st.start:8.1f}{end} ms {detail}".rstrip() + "\n")
     if args.html:
         out.write(f"\nHTML waterfall: {args.html}\n")
     return 0
 
 
 def _run(args: argparse.Namespace) -> int:
-    timeline = _timeline(args.file)
-    if timeline is not None:
-        return _run_timeline(args, timeline)
+    saved_run = _saved_run(args.file)
+    if saved_run is not None:
+        return _run_timeline(args, saved_run)
     try:
         replayed = replay(args.file, timing=args.timing)
     except OSError as exc:
@@ -90,13 +97,11 @@ def _run(args: argparse.Namespace) -> int:
     replayed.until_done()
     if args.html:
         try:
-            # A lone surrogate cannot be UTF-8: it is written as its escape, visible in the page.
-            Path(args.html).write_text(report_html(replayed), encoding="utf-8", errors="backslashreplace")
+            write_page(args.html, report_html(replayed))
         except OSError as exc:
             return fail("replay", f"cannot write {args.html}: {exc.strerror or exc}")
     if args.json:
-        # allow_nan=False: the report is finite by construction, and the output stays strict JSON.
-        out.write(json.dumps(report_data(replayed), ensure_ascii=False, indent=2, allow_nan=False) + "\n")
+        out.write(json_text(report_data(replayed)))
     else:
         out.write(report_text(replayed))
         if args.html:

@@ -20,11 +20,12 @@ per call ``first_fragment``, ``arguments`` (first fragment → complete JSON), `
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..core import ToolCall, wall_clock
 from ..tools import stage_event
@@ -44,6 +45,8 @@ __all__ = [
 ]  # the package exports all but the last two
 
 FORMAT = "toolstitch.run-timeline"
+#: The version :meth:`Timeline.as_dict` writes, and the only one :meth:`Timeline.from_dict` reads.
+VERSION = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +122,10 @@ class Timeline:
     :meth:`load` (what ``toolstitch replay --html OUT RUN.json`` reads), :meth:`to_html`.
     """
 
+    #: What :meth:`as_dict` writes as ``format``: a file that says so is a run timeline, to be read
+    #: as one or refused (``toolstitch replay`` reads it before trying a recording).
+    FORMAT: ClassVar[str] = FORMAT
+
     started_at: float
     total: float
     steps: list[StepLane] = field(default_factory=list)
@@ -131,7 +138,7 @@ class Timeline:
     def as_dict(self) -> dict[str, Any]:
         return {
             "format": FORMAT,
-            "version": 1,
+            "version": VERSION,
             "started_at": self.started_at,
             "total": self.total,
             "steps": [s.as_dict() for s in self.steps],
@@ -143,31 +150,39 @@ class Timeline:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Timeline:
-        """A timeline from :meth:`as_dict`'s data; ``ValueError`` when it is not one."""
+        """A timeline from :meth:`as_dict`'s data; ``ValueError`` when it is not one.
+
+        A saved run is a file like any other (edited, cut short, written by something else), and
+        what is read here is drawn and printed: every value must have the type :meth:`as_dict`
+        writes (a number that is not finite, NaN or an infinity, is refused, so a report is always
+        strict JSON), and nothing but ``ValueError`` comes out, however odd the data.
+        """
         if not isinstance(data, Mapping) or data.get("format") != FORMAT:
             raise ValueError(f"not a {FORMAT} document")
         try:
+            if _integer(data.get("version"), "version") != VERSION:
+                raise ValueError(f"version {data['version']} (this release reads version {VERSION})")
             steps = [
                 StepLane(
-                    int(s["index"]),
-                    [_stage(x) for x in s["stages"]],
+                    _integer(s["index"], "a step's index"),
+                    [_stage(x) for x in _list(s["stages"], "a step's stages")],
                     [
                         CallLane(
-                            int(c["step"]),
-                            int(c["index"]),
-                            _text(c.get("id")),
-                            _text(c.get("name")),
-                            str(c["status"]),
-                            _text(c.get("result")),
-                            [_stage(x) for x in c["stages"]],
+                            _integer(c["step"], "a call's step"),
+                            _integer(c["index"], "a call's index"),
+                            _text(c.get("id"), "a call's id"),
+                            _text(c.get("name"), "a call's name"),
+                            _string(c["status"], "a call's status"),
+                            _text(c.get("result"), "a call's result"),
+                            [_stage(x) for x in _list(c["stages"], "a call's stages")],
                         )
-                        for c in s["calls"]
+                        for c in _list(s["calls"], "a step's calls")
                     ],
                 )
-                for s in data["steps"]
+                for s in _list(data["steps"], "steps")
             ]
-            return cls(float(data["started_at"]), float(data["total"]), steps)
-        except (KeyError, TypeError, ValueError) as exc:
+            return cls(_number(data["started_at"], "started_at"), _number(data["total"], "total"), steps)
+        except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
             raise ValueError(f"a malformed {FORMAT} document: {type(exc).__name__}: {exc}") from None
 
     @classmethod
@@ -175,7 +190,7 @@ class Timeline:
         """Read what :meth:`save` wrote (``ValueError`` when the file is not a run timeline)."""
         try:
             data = json.loads(Path(path).read_text(encoding="utf-8"))
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # RecursionError: nested too deep to read
             raise ValueError(f"not JSON: {exc}") from None
         return cls.from_dict(data)
 
@@ -185,17 +200,51 @@ class Timeline:
 
 
 def _stage(data: Any) -> Stage:
+    if not isinstance(data, Mapping):
+        raise TypeError(f"a stage is {type(data).__name__}, not an object")
     end = data.get("end")
+    detail = data.get("detail")
     return Stage(
-        str(data["name"]),
-        float(data["start"]),
-        None if end is None else float(end),
-        str(data.get("detail") or ""),
+        _string(data["name"], "a stage's name"),
+        _number(data["start"], "a stage's start"),
+        None if end is None else _number(end, "a stage's end"),
+        "" if detail is None else _string(detail, "a stage's detail"),
     )
 
 
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
+def _list(value: Any, what: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise TypeError(f"{what} is {type(value).__name__}, not a list")
+    return value
+
+
+def _number(value: Any, what: str) -> float:
+    """A finite number (``bool`` is not one): NaN or an infinity would reach the reports."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{what} is {type(value).__name__}, not a number")
+    try:
+        number = float(value)
+    except OverflowError:  # an integer beyond a double's range
+        number = math.inf
+    if not math.isfinite(number):
+        raise ValueError(f"{what} is not a finite number ({number})")
+    return number
+
+
+def _integer(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{what} is {type(value).__name__}, not an integer")
+    return value
+
+
+def _string(value: Any, what: str) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{what} is {type(value).__name__}, not a string")
+    return value
+
+
+def _text(value: Any, what: str) -> str | None:
+    return None if value is None else _string(value, what)
 
 
 # ----------------------------------------------------------------------------- building
