@@ -11,7 +11,9 @@ requests and time; the original error when no resume succeeds.
 
 from __future__ import annotations
 
+import functools
 import inspect
+import threading
 from typing import Any
 
 import openai
@@ -190,11 +192,13 @@ def test_a_cut_before_the_response_id_is_reported_as_before(server: LocalServer)
 # --------------------------------------------------------------------------- hostile servers
 
 
-def cut_run(server: LocalServer, *retrieves: Any, at: int = 12, policy: ResumePolicy = FAST) -> Any:
+def cut_run(
+    server: LocalServer, *retrieves: Any, at: int = 12, policy: ResumePolicy = FAST, client: Any = None
+) -> Any:
     """A stream cut inside event ``at`` whose resumes are answered by ``retrieves``."""
     server.enqueue(StreamScript.responses(EVENTS, cut_after_bytes=offset_of(EVENTS, at) + 3))
     server.enqueue_retrieve(*retrieves)
-    return create(ts.wrap(server.client(), resume=policy), background=True)
+    return create(ts.wrap(client or server.client(), resume=policy), background=True)
 
 
 @needs_resume
@@ -430,3 +434,120 @@ async def test_the_async_twin_resumes_a_stream_that_ended_early(server: LocalSer
     stream = await create(ts.wrap(server.async_client(), resume=FAST), background=True)
     assert [e.sequence_number async for e in stream] == list(range(len(EVENTS)))
     assert [c.status for c in stream.tool_calls] == ["ready", "ready"]
+
+
+# --------------------------------------------------------------------------- the client's timeout
+
+
+@pytest.fixture
+def sent_timeouts(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """The timeout each streamed ``responses.retrieve`` request was sent with, as the SDK wrote it on
+    the HTTP request (the ``timeout`` extension), for every client and ``with_options`` copy."""
+    sent: list[dict[str, Any]] = []
+    async_client = openai.AsyncOpenAI(api_key="x", base_url="http://127.0.0.1:9")
+    for cls in (type(_SDK_RESPONSES), type(async_client.responses)):
+        real = cls.retrieve
+        if inspect.iscoroutinefunction(real):
+
+            async def spy(self: Any, *args: Any, _real: Any = real, **kwargs: Any) -> Any:
+                result = await _real(self, *args, **kwargs)
+                sent.append(result.response.request.extensions["timeout"])
+                return result
+
+        else:
+
+            def spy(self: Any, *args: Any, _real: Any = real, **kwargs: Any) -> Any:
+                result = _real(self, *args, **kwargs)
+                sent.append(result.response.request.extensions["timeout"])
+                return result
+
+        monkeypatch.setattr(cls, "retrieve", functools.wraps(real)(spy))
+    return sent
+
+
+def seconds(timeout: float) -> dict[str, float]:
+    return {"connect": timeout, "read": timeout, "write": timeout, "pool": timeout}
+
+
+RESUME = ResumePolicy(attempts=3, initial=0.01, maximum=0.05)
+"""FAST without a timeout of its own: the default, the client's."""
+
+
+PARTS = openai.Timeout(3.0, connect=1.0)
+"""A timeout with parts of its own (the SDK's default is one: 600 s, 5 s to connect)."""
+
+
+@needs_resume
+@pytest.mark.parametrize(
+    ("how", "expected"),
+    [
+        ("client", seconds(3.0)),
+        ("with_options", seconds(4.0)),
+        ("per_request", seconds(2.5)),
+        ("policy", seconds(7.0)),
+        ("sdk_default", openai.DEFAULT_TIMEOUT.as_dict()),
+        ("client_parts", PARTS.as_dict()),
+        ("with_options_parts", PARTS.as_dict()),
+    ],
+)
+def test_a_resumed_request_has_the_clients_timeout(
+    server: LocalServer, sent_timeouts: list[dict[str, Any]], how: str, expected: dict[str, Any]
+) -> None:
+    """Issue 42, item 7: ``ResumePolicy.timeout`` was 60 s per retrieve whatever the client said,
+    so a resumed stream whose server went silent held a turn of a ``timeout=3`` client for minutes.
+    None (the default) is the timeout the cut request was sent with; a number in the policy wins."""
+    server.enqueue(StreamScript.responses(EVENTS, cut_after_bytes=offset_of(EVENTS, 12) + 3))
+    timeouts = {"sdk_default": {}, "client_parts": {"timeout": PARTS}}
+    sdk = server.client(**timeouts.get(how, {"timeout": 3.0}))
+    policy = ResumePolicy(attempts=3, initial=0.01, maximum=0.05, timeout=7.0) if how == "policy" else RESUME
+    client = ts.wrap(sdk, resume=policy)
+    if how.startswith("with_options"):
+        client = client.with_options(timeout=PARTS if how.endswith("parts") else 4.0)
+    stream = create(client, background=True, **({"timeout": 2.5} if how == "per_request" else {}))
+    assert [e.sequence_number for e in stream] == list(range(len(EVENTS)))
+    assert len(stream.resumes) == 1 and len(server.retrieves) == 1
+    assert sent_timeouts == [expected]
+
+
+@needs_resume
+async def test_the_async_twin_resumes_with_the_clients_timeout(
+    server: LocalServer, sent_timeouts: list[dict[str, Any]]
+) -> None:
+    server.enqueue(StreamScript.responses(EVENTS, cut_after_bytes=offset_of(EVENTS, 12) + 3))
+    client = ts.wrap(server.async_client(timeout=3.0), resume=RESUME)
+    stream = await create(client, background=True)
+    assert [e.sequence_number async for e in stream] == list(range(len(EVENTS)))
+    assert sent_timeouts == [seconds(3.0)]
+
+
+@needs_resume
+def test_a_silent_resumed_stream_ends_with_the_clients_timeout(server: LocalServer) -> None:
+    """The retrieve stream sends nothing until ``silent`` is set, which it never is while the
+    stream is read (the server gives up holding after 10 s, then sends the rest: with the old 60 s
+    default the resume succeeded then, and the turn was held that long). With the client's
+    timeout the attempt ends with the SDK's timeout error and the cut reaches the caller."""
+    silent = threading.Event()
+    try:
+        stream = cut_run(
+            server,
+            lambda events: StreamScript.responses(events, hold={0: silent}),
+            policy=ResumePolicy(attempts=1),
+            client=server.client(timeout=1.0),
+        )
+        with pytest.raises(openai.APIConnectionError) as caught:
+            list(stream)
+    finally:
+        silent.set()  # the server's thread goes on at once
+    [resume] = stream.resumes
+    assert caught.value is resume.error
+    assert isinstance(resume.failure, openai.APITimeoutError)
+    assert resume.requests == 1
+    assert len(server.retrieves) == 1
+    assert {c.status for c in stream.tool_calls} == {"incomplete"}
+
+
+def test_the_default_resume_timeout_is_the_clients() -> None:
+    assert ResumePolicy().timeout is None
+    assert ResumePolicy(timeout=2.0).timeout == 2.0
+    with pytest.raises(ValueError):
+        ResumePolicy(timeout=0)

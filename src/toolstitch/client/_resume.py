@@ -18,10 +18,11 @@ What decides, per event (:class:`Resumption`, sans I/O, shared by the twins):
 * **Time.** Each cut gets ``ResumePolicy.attempts`` retrieve requests without progress, with
   exponential backoff (tenacity); every resume of one stream together gets ``deadline`` seconds
   (checked before each request and at each event of a resumed stream: one that goes on past it is
-  refused and ends); each request its ``timeout`` (a silent stream); a resumed stream is read until
-  its final event, never past it. Not bounded: a resumed stream that sends bytes forever without
-  ever completing an event (comments only), past the request's own timeout, which such bytes
-  keep resetting.
+  refused and ends); each request its ``timeout`` (a silent stream), by default the client's own
+  (``with_options(timeout=)`` copies included) or the number given as ``timeout=`` to the request
+  that was cut (:func:`sent_timeout`); a resumed stream is read until its final event, never past
+  it. Not bounded: a resumed stream that sends bytes forever without ever completing an event
+  (comments only), past the request's own timeout, which such bytes keep resetting.
   When every attempt fails, the error that cut the stream reaches the caller, as without resume.
 
 A resume needs the response's id (from ``response.created``) and a sequence number; without them
@@ -45,6 +46,7 @@ import openai
 import tenacity
 
 from ..core import Anomaly, AnomalyRecorded, ResponseAccumulator
+from ._proxy import proxied_stream
 from ._transport import as_sdk_error
 
 __all__ = [
@@ -74,15 +76,22 @@ class ResumePolicy:
 
     ``attempts`` retrieve requests per cut that bring no event (an attempt that brings events
     starts the count again), waiting from ``initial`` seconds, times ``multiplier``, up to
-    ``maximum``; ``timeout`` is each request's (the SDK's ``timeout=``; None: the client's);
-    ``deadline`` bounds all the resumes of one stream together (None: no bound but the others).
+    ``maximum``; ``deadline`` bounds all the resumes of one stream together (None: no bound but
+    the others).
+
+    ``timeout`` is each retrieve request's (the SDK's ``timeout=``, in seconds). None, the default,
+    means the client's own: the client's ``timeout`` (or a ``client.with_options(timeout=...)``
+    copy's), and the ``timeout=`` passed to that ``create`` when it was a number (the timeout the
+    cut request was sent with), so a resumed stream whose server goes silent is given up as soon as
+    the original one would have been, never after a longer time of toolstitch's choosing. A number
+    replaces it.
     """
 
     attempts: int = 5
     initial: float = 0.1
     maximum: float = 2.0
     multiplier: float = 2.0
-    timeout: float | None = 60.0
+    timeout: float | None = None
     deadline: float | None = 600.0
 
     def __post_init__(self) -> None:
@@ -335,10 +344,38 @@ def _retrying(state: Resumption, policy: ResumePolicy, started: float) -> dict[s
     }
 
 
-def _retrieve_kwargs(state: Resumption, policy: ResumePolicy) -> dict[str, Any]:
+def sent_timeout(stream: Any) -> float | None:
+    """The timeout the request of ``stream`` (the SDK's stream, or a proxy of one) was sent with,
+    read where the SDK wrote it, on its HTTP request (httpx's ``timeout`` request extension): the
+    client's, a ``with_options(timeout=...)`` copy's, or the ``timeout=`` given to that one call.
+
+    Only a timeout that is one number (the same for connecting, reading, writing and the pool) is
+    returned, as that number, which the SDK takes back as it took it; anything else (the SDK's
+    default, 600 s with 5 s to connect, or a timeout object with parts of their own), or a request
+    that cannot be read, is None: a retrieve request is then sent without ``timeout=`` and the SDK
+    gives it the client's own.
+    """
+    sdk_stream = proxied_stream(stream)
+    try:
+        sent = sdk_stream.response.request.extensions["timeout"]
+        parts = {sent[part] for part in ("connect", "read", "write", "pool")}
+    except (AttributeError, KeyError, TypeError, ValueError):
+        return None
+    if len(parts) != 1:
+        return None
+    [seconds] = parts
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds > 0:
+        return None  # no timeout, or not a number: the client's own
+    return float(seconds)
+
+
+def _retrieve_kwargs(state: Resumption, policy: ResumePolicy, sent: float | None) -> dict[str, Any]:
+    """``responses.retrieve``'s arguments: from the last event, with the policy's timeout, else
+    the one the cut request was sent with (:func:`sent_timeout`), else none (the client's)."""
     kwargs: dict[str, Any] = {"stream": True, "starting_after": state.last}
-    if policy.timeout is not None:
-        kwargs["timeout"] = policy.timeout
+    timeout = policy.timeout if policy.timeout is not None else sent
+    if timeout is not None:
+        kwargs["timeout"] = timeout
     return kwargs
 
 
@@ -356,6 +393,8 @@ class ResumingSource:
     ) -> None:
         self._prepare = prepare
         """Given each retrieve stream before it is read (fast decoding installs itself there)."""
+        self._timeout = sent_timeout(first)
+        """The timeout the first request was sent with: each retrieve's, unless the policy has one."""
         self._current = first
         self._retrieve = retrieve
         self.state = state
@@ -436,7 +475,9 @@ class ResumingSource:
                 with attempt:
                     record.requests += 1
                     state.idle += 1
-                    self._current = self._retrieve(state.response_id, **_retrieve_kwargs(state, policy))
+                    self._current = self._retrieve(
+                        state.response_id, **_retrieve_kwargs(state, policy, self._timeout)
+                    )
                     if self._prepare is not None:
                         self._prepare(self._current)
                     iterator = iter(self._current)
@@ -468,6 +509,8 @@ class AsyncResumingSource:
     ) -> None:
         self._prepare = prepare
         """Given each retrieve stream before it is read (fast decoding installs itself there)."""
+        self._timeout = sent_timeout(first)
+        """The timeout the first request was sent with: each retrieve's, unless the policy has one."""
         self._current = first
         self._retrieve = retrieve
         self.state = state
@@ -549,7 +592,9 @@ class AsyncResumingSource:
                 with attempt:
                     record.requests += 1
                     state.idle += 1
-                    self._current = await self._retrieve(state.response_id, **_retrieve_kwargs(state, policy))
+                    self._current = await self._retrieve(
+                        state.response_id, **_retrieve_kwargs(state, policy, self._timeout)
+                    )
                     if self._prepare is not None:
                         self._prepare(self._current)
                     iterator = self._current.__aiter__()
