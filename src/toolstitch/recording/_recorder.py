@@ -20,7 +20,12 @@ the provider sent it, with its timing. A recording is that evidence, in a form t
   the schema as sent); text shaped like a credential is masked in every parameter but
   ``messages`` and the schemas, and in the footer's error; and the client's API key, its
   credential headers and every value masked so far are masked wherever they appear, chunks and
-  error texts included.
+  error texts included, and also when a server echoes one a few characters per chunk: each streamed
+  text (a choice's content, refusal or reasoning, a call's arguments, a Responses delta's item and
+  part) is one text, whose fragments are masked where they hold part of a secret. A chunk whose text
+  ends in what may be the start of a secret is written once the next fragment of that text shows
+  whether it is (or at the end of the stream); the chunks after it wait behind it, in order, up to
+  :data:`_HOLD` of them, and past that the oldest is written with that start masked (fail closed).
 * ``outcome`` is ``completed``, ``error`` (the SDK raised; ``error`` says what) or ``closed`` (the
   caller closed the stream early).
 
@@ -28,8 +33,8 @@ Recording must never hurt the stream it observes: every failure (a full disk, a 
 directory, an unserialisable value) is caught, reported once as a :class:`RecordingWarning` and in
 :attr:`Recorder.error`, and the recorder goes quiet while the stream flows on. Writes go through a
 buffered file (no flush per chunk, no fsync), so the per-chunk cost is a ``model_dump`` and a
-buffered write; a process killed mid-stream loses at most the last buffer of lines, which replay
-reads as a stream without footer.
+buffered write; a process killed mid-stream loses at most the last buffer of lines and the chunks
+held back for a split secret, which replay reads as a stream without footer.
 
 Redaction (``redact=True``, ``"arguments"`` or ``"content"``) masks text but keeps its shape;
 see ``_redact``.
@@ -44,6 +49,7 @@ import sys
 import time
 import uuid
 import warnings
+from collections import deque
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import IO, Any
@@ -56,6 +62,8 @@ from ._redact import Masker, Redact, redact_parts
 from ._secrets import (
     REDACTED,
     LiteralSecrets,
+    Piece,
+    StreamedLiterals,
     StreamedText,
     client_secrets,
     is_secret_key,
@@ -71,9 +79,13 @@ FORMAT = "toolstitch.recording"
 VERSION = 1
 
 
-# Request options that travel as HTTP headers or query parameters: any value may be a credential.
-#: Streamed text fields followed for private keys cut over chunks (choices x calls x fields).
+#: Streamed text fields followed for secrets cut over chunks (choices x calls x fields, items x parts).
 _MAX_STREAMED = 4096
+#: Chunks held back behind one whose text may go on into a secret. Past this the oldest is written
+#: with that text's possible start of a secret masked: memory stays bounded, and no part of a secret
+#: is written in clear (a content that ends in "s" and waits behind 4,096 argument chunks loses it).
+_HOLD = 4096
+# Request options that travel as HTTP headers or query parameters: any value may be a credential.
 _TRANSPORT_OPTIONS = ("extra_headers", "extra_query")
 # Request parameters that hold JSON schemas (chat and Responses): inside a schema a key is a
 # parameter name (a tool may well take a ``password``), not a credential, and replay checks calls
@@ -124,7 +136,9 @@ class Recorder:
         self.started_at = now() if started_at is None else started_at
         self._mask = Masker(redact)
         self._secrets = LiteralSecrets(secrets)
-        self._texts: dict[tuple[Any, ...], StreamedText] = {}  # streamed fields, for split keys
+        # Each streamed text field, for a private key and a literal secret cut between chunks.
+        self._texts: dict[tuple[Any, ...], tuple[StreamedText, StreamedLiterals]] = {}
+        self._held: deque[_Held] = deque()  # chunks not written yet, in order (a split secret)
         self._owns_file = False
         self._out: IO[str] | None = None
         try:
@@ -175,11 +189,14 @@ class Recorder:
             return
         try:
             offset = (now() - self.started_at) * 1000.0
-            data = self._streamed_keys(_chunk_data(chunk))
-            if self._mask.active:
-                data = self._mask.chunk(data)
-            self._write({"type": "chunk", "offset_ms": round(offset, 3), "chunk": data})
-            self.chunks += 1
+            data = _chunk_data(chunk)
+            held = _Held({"type": "chunk", "offset_ms": round(offset, 3), "chunk": data})
+            self._streamed_texts(held, data)
+            if held.waiting or self._held:
+                self._held.append(held)
+                self._release()
+            else:
+                self._write_chunk(held.record)
         except Exception as exc:
             self._fail(exc)
 
@@ -195,6 +212,9 @@ class Recorder:
         if self._out is None:
             return
         try:
+            for _, literals in self._texts.values():  # nothing follows: held chunks settle as they are
+                self._settled(literals.end())
+            self._release()
             if error is None:
                 outcome = "completed"
             elif isinstance(error, GeneratorExit):
@@ -234,43 +254,57 @@ class Recorder:
             "request": clean,
         }
 
-    def _streamed_keys(self, data: Any) -> Any:
-        """A private key streamed over several chunks masked in each of them (see
-        :class:`StreamedText`): every text field of every choice and call is one streamed text."""
-        choices = data.get("choices") if isinstance(data, dict) else None
-        if not isinstance(choices, list):
-            return data
+    def _streamed_texts(self, held: _Held, data: Any) -> None:
+        """Each streamed text field of the chunk (:func:`_text_fields`) fed to its stream: a private
+        key (:class:`StreamedText`) masked at once, a literal secret (:class:`StreamedLiterals`)
+        masked once the fragments that may hold it are known; until then ``held`` waits."""
         found: list[str] = []
-        for position, choice in enumerate(choices):
-            delta = choice.get("delta") if isinstance(choice, dict) else None
-            if not isinstance(delta, dict):
-                continue
-            index = choice.get("index", position)
-            where = index if isinstance(index, int | str) else position
-            for field in ("content", "refusal", "reasoning_content", "reasoning"):
-                if isinstance(delta.get(field), str):
-                    delta[field] = self._streamed((where, field), delta[field], found)
-            legacy = delta.get("function_call")
-            if isinstance(legacy, dict) and isinstance(legacy.get("arguments"), str):
-                legacy["arguments"] = self._streamed((where, "function_call"), legacy["arguments"], found)
-            calls = delta.get("tool_calls")
-            for n, call in enumerate(calls if isinstance(calls, list) else ()):
-                function = call.get("function") if isinstance(call, dict) else None
-                if isinstance(function, dict) and isinstance(function.get("arguments"), str):
-                    k = call.get("index", n)
-                    key = (where, "call", k if isinstance(k, int | str) else n)
-                    function["arguments"] = self._streamed(key, function["arguments"], found)
+        secrets = self._secrets
+        known = bool(secrets)
+        for key, container, field in _text_fields(data):
+            streams = self._texts.get(key)
+            if streams is None:
+                if len(self._texts) >= _MAX_STREAMED:
+                    continue  # a hostile stream of fields: each record is still masked on its own
+                streams = self._texts[key] = (StreamedText(), StreamedLiterals())
+            text = container[field] = streams[0].feed(container[field], found)
+            literals = streams[1]
+            if known and not literals.passes(text, secrets):
+                held.waiting += 1
+                piece = Piece(text, (held, container, field))
+                held.pieces.append((literals, piece))
+                self._settled(literals.feed(piece, secrets))
         if found:
             self._remember_found(found)
-        return data
 
-    def _streamed(self, key: tuple[Any, ...], text: str, found: list[str]) -> str:
-        state = self._texts.get(key)
-        if state is None:
-            if len(self._texts) >= _MAX_STREAMED:
-                return text  # a hostile stream of fields: each record is still masked on its own
-            state = self._texts[key] = StreamedText()
-        return state.feed(text, found)
+    def _settled(self, pieces: list[Piece]) -> None:
+        """Fragments no later one can change: put back, masked, where they came from."""
+        for piece in pieces:
+            held, container, field = piece.owner
+            if piece.cuts:
+                container[field] = piece.masked()
+            held.waiting -= 1
+
+    def _release(self) -> None:
+        """Write the held chunks that wait for nothing, in order; past :data:`_HOLD`, settle the
+        oldest by force (what may start a secret in it is masked)."""
+        queue = self._held
+        while queue:
+            first = queue[0]
+            if first.waiting and len(queue) > _HOLD:
+                for literals, piece in first.pieces:
+                    self._settled(literals.force(piece, self._secrets))
+            if first.waiting:
+                return
+            queue.popleft()
+            self._write_chunk(first.record)
+
+    def _write_chunk(self, record: dict[str, Any]) -> None:
+        """A chunk's record, redacted if asked (in order: the redaction reads each text in turn)."""
+        if self._mask.active:
+            record["chunk"] = self._mask.chunk(record["chunk"])
+        self._write(record)
+        self.chunks += 1
 
     def _write(self, record: Mapping[str, Any]) -> None:
         assert self._out is not None
@@ -428,6 +462,57 @@ class Recorder:
             # The disk already failed once; the first error is the one reported.
             with contextlib.suppress(Exception):
                 out.close()
+
+
+class _Held:
+    """A chunk's record, and how many of its text fragments may still be part of a secret."""
+
+    __slots__ = ("pieces", "record", "waiting")
+
+    def __init__(self, record: dict[str, Any]) -> None:
+        self.record = record
+        self.waiting = 0
+        self.pieces: list[tuple[StreamedLiterals, Piece]] = []
+
+
+def _key(value: Any) -> Any:
+    return value if isinstance(value, int | str) else None
+
+
+def _text_fields(data: Any) -> list[tuple[tuple[Any, ...], dict[str, Any], str]]:
+    """The streamed text fields of one chunk, each as (which text it belongs to, its container,
+    its key): a chat choice's content, refusal and reasoning and each call's arguments; a
+    Responses ``*.delta`` event's delta, one text per event type, item, content part and summary."""
+    if not isinstance(data, dict):
+        return []
+    fields: list[tuple[tuple[Any, ...], dict[str, Any], str]] = []
+    choices = data.get("choices")
+    if not isinstance(choices, list):
+        kind = data.get("type")
+        if isinstance(kind, str) and kind.endswith(".delta") and isinstance(data.get("delta"), str):
+            item = (data.get("item_id"), data.get("output_index"))
+            part = (data.get("content_index"), data.get("summary_index"))
+            fields.append(((kind, *map(_key, item), *map(_key, part)), data, "delta"))
+        return fields
+    for position, choice in enumerate(choices):
+        delta = choice.get("delta") if isinstance(choice, dict) else None
+        if not isinstance(delta, dict):
+            continue
+        index = choice.get("index", position)
+        where = index if isinstance(index, int | str) else position
+        for field in ("content", "refusal", "reasoning_content", "reasoning"):
+            if isinstance(delta.get(field), str):
+                fields.append(((where, field), delta, field))
+        legacy = delta.get("function_call")
+        if isinstance(legacy, dict) and isinstance(legacy.get("arguments"), str):
+            fields.append(((where, "function_call"), legacy, "arguments"))
+        calls = delta.get("tool_calls")
+        for n, call in enumerate(calls if isinstance(calls, list) else ()):
+            function = call.get("function") if isinstance(call, dict) else None
+            if isinstance(function, dict) and isinstance(function.get("arguments"), str):
+                k = call.get("index", n)
+                fields.append(((where, "call", k if isinstance(k, int | str) else n), function, "arguments"))
+    return fields
 
 
 def _is_file(target: object) -> bool:
