@@ -24,9 +24,13 @@ by strangers. Three nets, each catching what the others miss:
   masked in every chunk it spans, even with its BEGIN or END line cut between two chunks.
 * **Because we know it.** The client's API key, the client's own credential headers, and every
   value masked by the two nets above are *literal secrets*: the text of each is masked wherever it
-  appears in what is written (chunks and a server error that echoes the key included). Literals
-  shorter than :data:`MIN_LITERAL` characters are not searched for: masking ``"1"`` everywhere
-  would destroy the recording and protect nothing.
+  appears in what is written (chunks and a server error that echoes the key included), also when a
+  server echoes it a few characters per chunk: each streamed text (content, reasoning, a call's
+  arguments, a Responses delta) is one text, and each fragment loses the characters of it that
+  belong to a secret (:class:`StreamedLiterals`; the recorder writes a chunk once no later fragment
+  can change it). Whole or cut, one rule masks: each run of secret characters becomes one marker.
+  Literals shorter than :data:`MIN_LITERAL` characters are not searched for: masking ``"1"``
+  everywhere would destroy the recording and protect nothing.
 """
 
 from __future__ import annotations
