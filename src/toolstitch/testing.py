@@ -160,7 +160,12 @@ def _encode(item: SSEItem) -> bytes:
     line first, as OpenAI sends it."""
     if isinstance(item, str):
         return item.encode("utf-8")
-    data = b"data: " + json.dumps(item, ensure_ascii=False, separators=(",", ":")).encode() + b"\n\n"
+    text = json.dumps(item, ensure_ascii=False, separators=(",", ":"))
+    try:
+        body = text.encode()
+    except UnicodeEncodeError:  # a lone surrogate: JSON can carry it only as an escape (\udc00)
+        body = json.dumps(item, separators=(",", ":")).encode()
+    data = b"data: " + body + b"\n\n"
     kind = item.get("type")
     if isinstance(kind, str) and kind and "\n" not in kind and "\r" not in kind:
         return b"event: " + kind.encode("utf-8") + b"\n" + data

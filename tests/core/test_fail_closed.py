@@ -577,7 +577,9 @@ def test_identity_fields_cannot_grow_without_bound() -> None:
     acc = run([calls(entry(0, huge, huge, "{}")), done()])
     (call,) = acc.tool_calls
     assert call.status == "invalid" and isinstance(call.error, ts.errors.ToolCallError)
-    assert call.id and len(call.id) < 100
+    # Refused, it keeps the id the server sent (the history answers it, issue 42): the stream's byte
+    # budget bounds it (past it only a prefix is kept: tests/core/test_fail_closed_round4.py).
+    assert call.id == huge
     acc = ts.Accumulator()
     acc.feed(calls(entry(0, "a", "f")))
     for _ in range(5_000):  # name pieces without end, before any argument text

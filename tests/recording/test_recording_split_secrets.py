@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 import toolstitch as ts
 from toolstitch.cli._main import main
-from toolstitch.recording._recorder import _HOLD, Recorder
+from toolstitch.recording._recorder import _HOLD, _HOLD_BYTES, Recorder
 from toolstitch.recording._secrets import (
     REDACTED,
     LiteralSecrets,
@@ -283,6 +283,25 @@ def test_a_text_waiting_behind_too_many_chunks_is_written_masked() -> None:
         assert piece not in text
     assert joined(text, "content") == f"see {REDACTED} ok"
     assert recorder.chunks == _HOLD + 52 and recorder.error is None
+
+
+def test_large_chunks_waiting_behind_a_possible_secret_are_bounded_in_bytes_too() -> None:
+    # A hostile server echoes the start of the key, then sends large chunks: what waits for the
+    # file stays under _HOLD_BYTES (the oldest goes out masked), however few chunks that is.
+    out = io.StringIO()
+    recorder = Recorder(out, secrets=[API_KEY])
+    recorder.on_chunk(chunk(delta={"content": "see " + API_KEY[:10]}))
+    large = "x" * (1024 * 1024)
+    most = 0
+    for _ in range(40):
+        recorder.on_chunk(chunk(delta={"tool_calls": [{"index": 0, "function": {"arguments": large}}]}))
+        most = max(most, recorder._held_bytes)
+    recorder.on_end(None)
+    assert most <= _HOLD_BYTES + 2 * len(large)
+    text = out.getvalue()
+    assert not any(piece in text for piece in WINDOWS)
+    assert joined(text, "content") == f"see {REDACTED}"
+    assert recorder.chunks == 41 and recorder.error is None
 
 
 # -- the rule itself, cut at every position -------------------------------------------------------

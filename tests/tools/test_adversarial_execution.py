@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from tests.tools._support import Recorder, sealed
+from toolstitch.core import sealed_call
 from toolstitch.tools import ClaimLedger, MemoryLedger, SQLiteLedger, Toolbox, tool
 from toolstitch.tools._claim import fingerprint
 
@@ -406,7 +407,13 @@ def test_hostile_scopes_and_ids_are_kept_apart_and_never_stuck(kind: str, tmp_pa
         ledger = _ledger(kind, tmp_path, scope=scope)
         with Toolbox([work]) as box:
             for _ in range(2):
-                results = box.execute(sealed([(i, "work", '{"n": 1}') for i in ids]), ledger=ledger)
+                # Built one by one (a chat message would give an id holding a lone surrogate a made
+                # one: no request can carry it back), so the ledger meets these ids as they are, as
+                # it does from the Responses API, whose items keep their call_id.
+                calls = [
+                    sealed_call(index=n, id=i, name="work", arguments='{"n": 1}') for n, i in enumerate(ids)
+                ]
+                results = box.execute(calls, ledger=ledger)
                 assert all(r.ok for r in results), [r.content for r in results]
             assert {e.key for e in ledger.entries()} == set(ids)
         ledger.close()

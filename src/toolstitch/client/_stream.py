@@ -277,6 +277,11 @@ class StitchedStream(_Base, openai.Stream[ChatCompletionChunk]):
         try:
             for _chunk in self._iterator:
                 yield from self._pending
+        except GeneratorExit:
+            # Closed or finalised early (a ``break``, ``close()``): nothing more may be yielded,
+            # and what it read is released at once, as leaving ``with stream:`` would.
+            self.close()
+            raise
         except BaseException:
             yield from self._ending
             raise
@@ -375,6 +380,9 @@ class AsyncStitchedStream(_Base, openai.AsyncStream[ChatCompletionChunk]):
             async for _chunk in self._iterator:
                 for event in self._pending:
                     yield event
+        except GeneratorExit:
+            await self.close()  # as the sync twin: closed early, released at once
+            raise
         except BaseException:
             for event in self._ending:
                 yield event

@@ -63,6 +63,7 @@ from ._parse import parse_arguments
 from ._responses import ResponseAccumulator, chat_tool_choice, chat_tools
 from ._schema_grammar import InputFormat, read_format
 from ._seal import CallChecks, requested_choice, sealed_call
+from ._serialisable import serialisable, valid_unicode
 from ._store import CallStore, StreamMetrics
 from ._values import CHUNK_KEYS, DELTA_KEYS, TOOL_CALL_KEYS, Shape, read_object
 
@@ -106,6 +107,8 @@ __all__ = [
     "read_object",
     "requested_choice",
     "sealed_call",
+    "serialisable",
     "timings_dict",
+    "valid_unicode",
     "wall_clock",
 ]

@@ -40,7 +40,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..errors import IncompleteStreamError
 from ._anomaly import Anomaly, AnomalyCode
-from ._call import ToolCall, push, text_size
+from ._call import CUSTOM, ToolCall, push, text_size
 from ._events import (
     ChoiceFinished,
     Event,
@@ -510,7 +510,16 @@ class Accumulator(CallStore):
 
 def _call_data(call: ToolCall, full: bool = True) -> dict[str, Any]:
     extra = call.extra if full else {}
-    data: dict[str, Any] = {k: _dump(v) for k, v in extra.items() if k != "function"}
+    data: dict[str, Any] = {k: _dump(v) for k, v in extra.items() if k != "function" and k != "custom"}
+    if call.type == CUSTOM:
+        # A custom tool's call in the shape the API defines (``ChatCompletionMessageCustomToolCall``):
+        # its input is the text itself.
+        custom: dict[str, Any] = {"name": call.name or "", "input": call.arguments}
+        cextra = extra.get("custom")
+        if isinstance(cextra, dict):
+            custom.update({k: v for k, v in cextra.items() if k not in custom})
+        data.update(id=call.id or "", type=CUSTOM, custom=custom)
+        return data
     arguments = call.arguments
     if arguments == "" and call.status == "ready":
         # Ready on "" only where "" and {} cannot differ (a tool without parameters, or

@@ -151,6 +151,21 @@ class AnomalyCode:
     cannot be checked (it does not compile, uses backreferences or lookaround, or is over a bound:
     the call was refused)."""
 
+    # A call refused at its seal records one anomaly whose code is its error's ``code``
+    # (``toolstitch.errors``): the refusal is on the record with the rest of what the stream did.
+    MALFORMED_ARGUMENTS = "malformed_arguments"
+    """A call was refused: its text is not valid JSON, or a fragment of it could not be read."""
+    ARGUMENTS_NOT_AN_OBJECT = "arguments_not_an_object"
+    """A call was refused: its arguments are JSON, but not an object."""
+    EMPTY_ARGUMENTS = "empty_arguments"
+    """A call was refused: no argument text arrived (``""``), for a tool that takes arguments."""
+    MISSING_NAME = "missing_name"
+    """A call was refused: it was sealed without a usable name."""
+    UNKNOWN_TOOL = "unknown_tool"
+    """A call was refused: the request did not offer its tool (or offered it as the other kind)."""
+    SCHEMA_VIOLATION = "schema_violation"
+    """A call was refused: its arguments do not fit the tool's schema, or its input the tool's format."""
+
 
 @dataclass(frozen=True, slots=True)
 class Anomaly:

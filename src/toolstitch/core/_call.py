@@ -472,6 +472,11 @@ class ToolCall:
 # -- the owner ------------------------------------------------------------------------------------
 
 
+def _clip(text: str, limit: int = 500) -> str:
+    """``text`` cut to ``limit`` characters (an error message can list every schema problem)."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _show(value: Any, limit: int = 80) -> str:
     """A bounded repr that never raises (a hostile value must not break a message)."""
     try:
@@ -1016,7 +1021,12 @@ def _identify(
                     None,
                     None,
                 )
-            call._id = fid[:64] if call._status == "invalid" and len(fid) > 64 else fid
+                # Refused, but still the server's call: it keeps the id the server sent, so that the
+                # history answers it under that id and the model is told. Kept whole when the
+                # stream's budget can hold it (memory stays bounded), else a bounded prefix.
+                if len(fid) > 64 and not owner.charge(len(fid)):
+                    fid = fid[:64]
+            call._id = fid
         elif fid == call._id:
             _note(notes, call, raw, "id_repeated")
         elif new_id:
@@ -1191,21 +1201,23 @@ def _seal(
     call._parsed = parsed
     if call._pending_error is not None:
         error = call._pending_error
-    if error is None:
-        name = call._name
-        if not name:
-            error = MissingName("the call was sealed without a function name", raw=text)
-        elif has_lone_surrogate(name):
-            error = MissingName(
-                "the function name is not valid Unicode (it holds a lone surrogate)", raw=text
-            )
-    if error is None:
+    elif not call._name:
+        error = MissingName("the call was sealed without a function name", raw=text)
+    elif has_lone_surrogate(call._name):
+        error = MissingName("the function name is not valid Unicode (it holds a lone surrogate)", raw=text)
+    elif error is not None:
+        # Text that does not parse, for a tool the request rules out or did not offer as this kind
+        # of tool: the tool is the reason (the model must call another, not resend its text).
+        error = checks.by_name(call) or error
+    else:
         error = checks.verdict(call, parsed, first, as_object, notes)
     announced = call._early is _REFUSED
     if error is None and announced:
         error = call._error  # never ready once refused (the early verdict is held to this one)
     if error is not None:
         call._error = error
+        # Every refusal at seal is on the record, under its error's code (docs/refusals.md).
+        notes.append(Anomaly(error.code, f"the call was refused: {_clip(error.message)}"))
         _move(call, INVALID)
         return not announced
     _move(call, READY)

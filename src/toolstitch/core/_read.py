@@ -40,7 +40,7 @@ from openai.types.chat.chat_completion_chunk import ChoiceDeltaToolCallFunction 
 
 from ..errors import InBandError, MalformedArguments
 from ._anomaly import Anomaly, AnomalyCode
-from ._call import ToolCall, push, text_size
+from ._call import CUSTOM, ToolCall, push, text_size
 from ._events import (
     Event,
     RefusalDelta,
@@ -257,6 +257,9 @@ _CHOICE = Shape(
 _DELTA = Shape(DELTA_KEYS, ("tool_calls", "content", "role", "refusal", "function_call"))
 _ENTRY = Shape(TOOL_CALL_KEYS, ("index", "id", "type", "function"))
 _FUNCTION = Shape(FUNCTION_KEYS, ("name", "arguments"))
+_CUSTOM = Shape(frozenset({"name", "input"}), ("name", "input"))
+"""A custom tool's call part (``{"type": "custom", "custom": {"name": ..., "input": ...}}``): the
+SDK's stream types declare only ``function``, so it arrives among an entry's unknown fields."""
 
 
 def _continues(acc: Accumulator, raw: Any, events: list[Event], want: bool) -> bool:
@@ -316,7 +319,7 @@ def _continues(acc: Accumulator, raw: Any, events: list[Event], want: bool) -> b
         return False
     table = state.table
     call = table.by_index.get(position) if type(position) is int else None
-    if call is None or table.chains:
+    if call is None or table.chains or table.custom:
         return False
     acc._touched = call
     notes: list[Anomaly] = []
@@ -467,6 +470,26 @@ def read_fragment(
             unreadable = unreadable or why
         if fextra is not None:
             extra = {**extra, "function": fextra} if extra else {"function": fextra}
+    custom = extra.get("custom") if extra is not None else None
+    if custom is not None and extra is not None:
+        # A custom tool's call, in the shape the API defines for it: its name and its input (text,
+        # not JSON) sit in ``custom``. Read into the same call as a function's would be; the
+        # input is never routed or resent as JSON (``argument_text``), and the type decides at seal
+        # which rules the call is held to, so a shape that disagrees with its type is refused below.
+        extra = {k: v for k, v in extra.items() if k != "custom"} or None
+        if function is not None:
+            notes.append(
+                Anomaly(AnomalyCode.MALFORMED_CHUNK, "it carries both function and custom", raw=entry)
+            )
+            unreadable = unreadable or "it carries both a function and a custom tool's part"
+        else:
+            name, arguments, cextra, why = _custom_part(custom, notes, entry)
+            unreadable = unreadable or why
+            if cextra is not None:
+                extra = {**extra, "custom": cextra} if extra else {"custom": cextra}
+        state.table.custom = True
+    elif ftype == CUSTOM:
+        state.table.custom = True
     if index is not None and (type(index) is not int or index < 0 or index >= MAX_INDEX):
         index, why = read_index(index)
         if why is not None:
@@ -480,7 +503,14 @@ def read_fragment(
         unreadable = "its type could not be read"
     table = state.table
     plain = extra is None and unreadable is None
-    call, index, flags = resolve_call(table, index, fid, name, arguments, plain, state.index, entry, notes)
+    if custom is not None:  # a custom tool's input is text, not JSON: routed by index, id and name
+        call, index, flags = resolve_call(
+            table, index, fid, name, None, plain and not arguments, state.index, entry, notes
+        )
+    else:
+        call, index, flags = resolve_call(
+            table, index, fid, name, arguments, plain, state.index, entry, notes
+        )
     owner = acc._owner
     if (
         call is not None
@@ -493,6 +523,7 @@ def read_fragment(
         and not notes
         and not replace
         and not table.chains
+        and not table.custom
     ):
         acc._touched = call
         if owner.append(call, arguments, notes, events, want):
@@ -512,18 +543,31 @@ def read_fragment(
     acc._touched = call
     if extra is not None and not acc._keep(extra, "a tool call's unknown fields", state.index, events):
         extra = None
+    kind = ftype if ftype and ftype != "null" else call.type
+    if custom is not None and kind is None:
+        ftype = kind = CUSTOM  # no type stated: its shape says what it is
+    clash = _type_clash(kind, call.type, ftype, custom is not None, function is not None)
+    if clash is not None:
+        notes.append(Anomaly(AnomalyCode.MALFORMED_CHUNK, clash, raw=entry))
     text: str | None = None
     replace_all = False
     if arguments:
         # The text to add: as sent, unless a cumulative resend, a replacement, a further value or
-        # a sealed call makes it something else (``_route.argument_text``).
-        further = bool(flags & FURTHER)
+        # a sealed call makes it something else (``_route.argument_text``). A custom tool's input
+        # is appended as it came (it is no JSON whose resends could be told).
+        further = bool(flags & FURTHER) or custom is not None
         text, replace_all = argument_text(table, call, arguments, replace, further, entry, notes)
     taint = None
     if unreadable is not None:
         taint = MalformedArguments(
             f"a fragment of this call could not be read ({unreadable}): the call may not be what "
             "the provider sent, so it is refused",
+            raw=call.arguments,
+        )
+    elif clash is not None:
+        taint = MalformedArguments(
+            f"{clash}: a custom tool's input is held to its format and a function's arguments to "
+            "its schema, and this call cannot be told to be either, so it is refused",
             raw=call.arguments,
         )
     elif flags & FURTHER:
@@ -598,6 +642,47 @@ def open_fragment_call(
         )
     events.append(ToolCallStarted(call))
     return call
+
+
+def _custom_part(
+    value: Any, notes: list[Anomaly], raw: Any
+) -> tuple[Any, Any, dict[str, Any] | None, str | None]:
+    """``(name, input, unknown fields, unreadable)`` of an entry's ``custom`` part: its values
+    cleaned like a function's; an input that is not text cannot be read (the call is refused)."""
+    read = read_object(value, _CUSTOM)
+    if read is None:
+        notes.append(Anomaly(AnomalyCode.MALFORMED_CHUNK, "custom is not an object", raw=raw))
+        return None, None, None, "its custom part is not an object"
+    _, unknown, (name, text) = read
+    why = None
+    if name is not None:
+        name, why = clean_str(name, "name", notes, raw)
+    if text is not None and type(text) is not str:
+        notes.append(
+            Anomaly(
+                AnomalyCode.ARGUMENTS_NOT_STRING,
+                f"a custom tool's input was a {type(text).__name__}; the call is refused",
+                raw=raw,
+            )
+        )
+        return name, None, unknown, why or f"its input was a {type(text).__name__}, not text"
+    return name, text, unknown, why
+
+
+def _type_clash(
+    kind: str | None, was: str | None, ftype: str | None, custom: bool, function: bool
+) -> str | None:
+    """Why a fragment's wire shape disagrees with the call's type, else None: ``custom`` under
+    any type but ``"custom"``, ``function`` under ``"custom"``, or a type that changes between the
+    two. The type decides which checks the seal applies (a format or a schema), so a call whose
+    shape and type differ could pass the checks of the one it is not."""
+    if custom and kind != CUSTOM:
+        return f"its type is {show(kind)}, yet it carries a custom tool's input"
+    if function and kind == CUSTOM:
+        return "its type is 'custom', yet it carries function arguments"
+    if ftype and ftype != "null" and was is not None and (ftype == CUSTOM) != (was == CUSTOM):
+        return f"its type changed from {show(was)} to {show(ftype)}"
+    return None
 
 
 def _odd_arguments(

@@ -254,6 +254,8 @@ class ResponseAccumulator(CallStore):
     :meth:`get_final_response` returns the SDK's ``Response`` the server sent.
     """
 
+    _REPLACES_UNSENDABLE_IDS = False  # the item keeps its call_id: the output answers that one
+
     _unit = "event"
 
     def __init__(

@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ._anomaly import Anomaly, AnomalyCode
-from ._call import CallOwner, ToolCall
+from ._call import CallOwner, ToolCall, has_lone_surrogate
 from ._values import show
 
 __all__ = [
@@ -134,7 +134,7 @@ class _Chain:
 class CallTable:
     """Per-choice bookkeeping that maps fragments to calls: by index, by id, and the latest call."""
 
-    __slots__ = ("by_id", "by_index", "calls", "chains", "max_index", "refused")
+    __slots__ = ("by_id", "by_index", "calls", "chains", "custom", "max_index", "refused")
 
     def __init__(self) -> None:
         self.calls: list[ToolCall] = []
@@ -145,6 +145,9 @@ class CallTable:
         """Per call slot, while the call may still turn out to resend its arguments cumulatively."""
         self.refused = 0
         """Fragments that would have opened a call beyond ``Limits.max_calls_per_choice`` (counted only)."""
+        self.custom = False
+        """A fragment of a custom tool's call arrived: every later fragment takes the long way,
+        where its shape is held to its call's type (``_read._type_clash``)."""
 
 
 def _starts_new_value(arguments: str | None) -> bool:
@@ -307,9 +310,12 @@ def open_call(table: CallTable, owner: CallOwner, choice: int, index: int, t: fl
     return call
 
 
-def ensure_ids(calls: list[ToolCall], basis: str) -> Iterator[tuple[ToolCall, str, Anomaly]]:
-    """The calls of one message (``calls`` in message order) that need an id: none usable arrived,
-    or another call of the message already holds theirs. Yields ``(call, made id, anomaly)``; the
+def ensure_ids(
+    calls: list[ToolCall], basis: str, unsendable: bool = True
+) -> Iterator[tuple[ToolCall, str, Anomaly]]:
+    """The calls of one message (``calls`` in message order) that need an id: none usable arrived
+    (none, or, with ``unsendable``, one holding a lone surrogate, which no request can carry
+    back), or another call of the message already holds theirs. Yields ``(call, made id, anomaly)``; the
     owner writes the id (``CallOwner.give_id``). An id the server sent that is unique in its
     message is never replaced, however long (``Limits.max_id_chars`` bounds it).
 
@@ -322,10 +328,10 @@ def ensure_ids(calls: list[ToolCall], basis: str) -> Iterator[tuple[ToolCall, st
     seen: set[str] = set()
     for call in calls:
         cid = call.id
-        if cid is not None and cid not in seen:
+        if cid is not None and cid not in seen and not (unsendable and has_lone_surrogate(cid)):
             seen.add(cid)
             continue
-        code = AnomalyCode.CALL_ID_REUSED if cid is not None else AnomalyCode.ID_SYNTHESIZED
+        code = AnomalyCode.CALL_ID_REUSED if cid is not None and cid in seen else AnomalyCode.ID_SYNTHESIZED
         text = f"{basis}:{call.slot}:{call.name or ''}:{call.arguments}"
         made = "call_ts" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:20]
         seen.add(made)

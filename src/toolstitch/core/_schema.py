@@ -110,17 +110,30 @@ class ToolSchemas:
         """True when the request offered ``name`` as a custom tool (its input is text)."""
         return name in self._custom
 
-    def check_input(self, name: str, text: Any, raw: str, notes: list[Anomaly]) -> ToolCallError | None:
-        """None when a custom tool's call may run with the input ``text``, else the error to record:
-        the tool must be offered as a custom tool, and the input must fit its ``format``."""
+    def kind_error(self, name: str, custom: bool, raw: str) -> UnknownTool | None:
+        """The error for a call to a tool the request did not offer, or offered as the other kind
+        (a custom tool's call to a function tool, a function call to a custom tool), else None."""
         if name not in self._schemas:
             return self._unknown(name, raw)
-        if name not in self._custom:
+        if custom and name not in self._custom:
             return UnknownTool(
                 f"the model called {name!r} as a custom tool, but the request offered it as a function "
                 "tool (its input would be text where JSON arguments are expected)",
                 raw=raw,
             )
+        if not custom and name in self._custom:
+            return UnknownTool(
+                f"the model called {name!r} as a function, but the request offered it as a custom tool",
+                raw=raw,
+            )
+        return None
+
+    def check_input(self, name: str, text: Any, raw: str, notes: list[Anomaly]) -> ToolCallError | None:
+        """None when a custom tool's call may run with the input ``text``, else the error to record:
+        the tool must be offered as a custom tool, and the input must fit its ``format``."""
+        wrong = self.kind_error(name, True, raw)
+        if wrong is not None:
+            return wrong
         found = self._formats.get(name)
         if found is None:
             found = self._formats[name] = read_format(self._custom[name])
@@ -128,13 +141,9 @@ class ToolSchemas:
 
     def check(self, name: str, arguments: Any, raw: str) -> ToolCallError | None:
         """None when the arguments fit the named tool, else the error to record on the call."""
-        if name not in self._schemas:
-            return self._unknown(name, raw)
-        if name in self._custom:
-            return UnknownTool(
-                f"the model called {name!r} as a function, but the request offered it as a custom tool",
-                raw=raw,
-            )
+        wrong = self.kind_error(name, False, raw)
+        if wrong is not None:
+            return wrong
         schema = self._schemas[name]
         if schema is None:
             return None

@@ -146,7 +146,6 @@ class CallChecks:
                 )
         violation = self._contract(call, first)
         if violation is not None:
-            notes.append(Anomaly(AnomalyCode.CONTRACT_VIOLATION, violation))
             return ContractViolation(violation, raw=call.arguments)
         schemas = self.schemas
         if schemas is not None and call.name is not None:
@@ -154,6 +153,19 @@ class CallChecks:
                 return schemas.check_input(call.name, parsed, call.arguments, notes)
             return schemas.check(call.name, parsed, call.arguments)
         return None
+
+    def by_name(self, call: ToolCall) -> ToolCallError | None:
+        """What the request says of a call by its name and kind alone, asked when its text does not
+        parse: a name ``tool_choice`` rules out, a tool not offered, or one offered as the other
+        kind (a function called as a custom tool, or the reverse). None when the tool is right and
+        only the text is wrong. The same answers :meth:`verdict` gives for a call whose text parsed."""
+        violation = self._name_violation(call.name)
+        if violation is not None:
+            return ContractViolation(violation, raw=call.arguments)
+        schemas = self.schemas
+        if schemas is None or call.name is None:
+            return None
+        return schemas.kind_error(call.name, call.type == "custom", call.arguments)
 
     def early(self, name: str | None, raw: str) -> tuple[ToolCallError | None, Node | None]:
         """While a call streams, once its name is fixed: the request's certain verdict on the name

@@ -25,6 +25,13 @@ MAX_DEPTH = 160
 """Deepest container kept: well under pydantic's serialisation limit (about 255 levels)."""
 
 
+def valid_unicode(text: str) -> str:
+    """``text`` as it can be sent: pairs joined, a lone surrogate as U+FFFD (the rule the finished
+    completion's data is held to). An id or item that goes back to a server is written this way
+    wherever it is written, so that a call and the message answering it keep one id."""
+    return _text(text, set())
+
+
 def _text(text: str, problems: set[str]) -> str:
     if not has_lone_surrogate(text):
         return text

@@ -552,10 +552,16 @@ class CallStore:
             self._owner.end(call, "the input ended before the call was sealed", t)
             events.append(ToolCallIncomplete(call))
 
+    _REPLACES_UNSENDABLE_IDS = True
+    """Does a call whose id holds a lone surrogate get a made id? Chat Completions: yes (the message
+    is the server's words read back, and no request can carry such an id). The Responses API: no,
+    its output item keeps the ``call_id`` and an output must answer that item, so both are written
+    as the request can carry them (``core.valid_unicode``)."""
+
     def _ensure_ids(self, state: ChoiceState, calls: list[ToolCall]) -> None:
         """Give every call a usable, unique id (``_route.ensure_ids``); the repairs are recorded."""
         basis = f"{self._id or ''}:{self._created}:{self._model}:{state.index}"
-        for call, made, note in ensure_ids(calls, basis):
+        for call, made, note in ensure_ids(calls, basis, self._REPLACES_UNSENDABLE_IDS):
             self._owner.give_id(call, made)
             self._record(note, call, [])
 

@@ -28,6 +28,7 @@ from typing import Any
 
 import pydantic
 
+from ..core import serialisable, valid_unicode
 from ..errors import CallNotReadyError
 from ._build import ToolCallLike, _call_facts, _error_text, _is_result, _result_text
 from ._common import _MISSING, _plain
@@ -94,7 +95,10 @@ def response_items(source: Any, *, reasoning: bool = True) -> list[Item]:
         data = _dump(entry)
         if not isinstance(data, Mapping):
             raise TypeError(f"an output item is {type(data).__name__}, not an object")
-        items.append({k: v for k, v in data.items() if v is not None})
+        # What no request can carry (a lone surrogate a hostile server put in a refused call, a
+        # value nested too deep to write) is repaired as the chat completion's data is
+        # (``core.serialisable``), so the next request can be sent whatever the response held.
+        items.append(serialisable({k: v for k, v in data.items() if v is not None})[0])
     if not reasoning:
         kept = _reasoning_with_calls(items)
         items = [i for k, i in enumerate(items) if i.get("type") != "reasoning" or k in kept]
@@ -148,7 +152,7 @@ def function_call_output(
         )
     output = _error_text(error, call) if error is not None else _result_text(result)
     kind = "custom_tool_call_output" if _is_custom(call) else "function_call_output"
-    return {"type": kind, "call_id": call_id, "output": output}
+    return {"type": kind, "call_id": valid_unicode(call_id), "output": output}
 
 
 def _is_custom(call: Any) -> bool:

@@ -19,6 +19,7 @@ import openai
 from openai import AsyncOpenAI, OpenAI
 
 from ..client import WrappedClient, wrap
+from ..core import valid_unicode
 from ..errors import RequestError
 from ..history import (
     HistoryProblem,
@@ -212,7 +213,7 @@ class ResponsesAPI(LoopAPI):
         return loop.pending_items()
 
     def history_id(self, loop: _Loop, call: ToolCall) -> str:
-        return call.id or ""
+        return valid_unicode(call.id or "")  # as ``response_items`` writes the item's call_id
 
     def duplicate_ids(self, loop: _Loop) -> list[str]:
         return loop.duplicate_item_ids()

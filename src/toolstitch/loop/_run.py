@@ -73,7 +73,7 @@ from typing import Any, Literal, TypedDict
 import tenacity
 from openai.types.chat import ChatCompletion
 
-from ..client import WrappedClient, aresume, resume
+from ..client import WrappedClient, aresume, calls_of, resume
 from ..core import (
     Accumulator,
     Anomaly,
@@ -86,7 +86,7 @@ from ..core import (
     ToolCallStarted,
     now,
     parse_arguments,
-    sealed_call,
+    valid_unicode,
 )
 from ..errors import ApprovalError, RequestError
 from ..history import (
@@ -385,7 +385,8 @@ class _Loop:
                 item["call_id"] = renamed[call_id] = fresh
             taken.add(item["call_id"])
         self.renamed = renamed
-        return [renamed.get(c.id or "", c.id or "") for c in calls]
+        ids = [valid_unicode(c.id or "") for c in calls]  # as ``response_items`` wrote them
+        return [renamed.get(i, i) for i in ids]
 
     def append_results(self, results: Sequence[ToolResult], keys: Sequence[str]) -> None:
         """The tool messages of ``results`` join the history, answering the ids it carries
@@ -440,18 +441,21 @@ class _Loop:
         answered = {a for a in replies if isinstance(a, str)}
         # A call without an id cannot be answered, so it is not run (validate_request says why).
         todo = [c for c in raw if isinstance(c.get("id"), str) and c["id"] and c["id"] not in answered]
-        found = [
-            (c["id"], function.get("name"), function.get("arguments"))
-            for c in todo
-            for function in (plain_entry(c.get("function")),)
-        ]
-        if not found:
+        if not todo:
             return None
-        # Sealed and checked as a streamed call is (a name that is not text is no name).
-        return [
-            sealed_call(index=i, id=cid, name=name, arguments=arguments, tools=self.definitions or None)
-            for i, (cid, name, arguments) in enumerate(found)
+        # Each read by the chat reader as a finished message is (``calls_of``): sealed and checked
+        # as a streamed call is, a custom tool's call held to its format, a call whose shape
+        # disagrees with its type refused. One message per entry, so that each call keeps its
+        # entry's id even where two share one (that history is refused by ``plan_resume``).
+        calls = [
+            found for entry in todo for found in calls_of(_finished([entry]), tools=self.definitions or None)
         ]
+        if [c.id for c in calls] != [c["id"] for c in todo]:
+            said = (
+                f"the {len(todo)} unanswered calls of the last assistant message could not be read one by one"
+            )
+            raise RequestError([HistoryProblem(None, "H00", "error", said + "; nothing of them was run")])
+        return calls
 
     def pending_items(self) -> list[ToolCall] | None:
         """The unanswered ``function_call`` items of a Responses input, read by the Responses reader
@@ -1022,6 +1026,11 @@ async def arun(client: Any, **options: Any) -> RunResult:
 _Op = tuple[Any, ...]
 _Flow = Generator[_Op, Any, Any]
 _END = object()  # what "next" answers at the end of the stream
+
+
+def _finished(tool_calls: list[dict[str, Any]]) -> dict[str, Any]:
+    """A finished completion of one assistant message holding ``tool_calls`` (for ``calls_of``)."""
+    return {"choices": [{"index": 0, "message": {"tool_calls": tool_calls}, "finish_reason": "tool_calls"}]}
 
 
 def _run_flow(loop: _Loop, wrapped: Any, model: str) -> Generator[_Op, Any, RunResult]:

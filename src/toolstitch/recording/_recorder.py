@@ -85,6 +85,9 @@ _MAX_STREAMED = 4096
 #: with that text's possible start of a secret masked: memory stays bounded, and no part of a secret
 #: is written in clear (a content that ends in "s" and waits behind 4,096 argument chunks loses it).
 _HOLD = 4096
+#: The same bound in the held chunks' size (their JSON, measured as each is held): a hostile server
+#: that echoes the start of the key and then sends large chunks cannot make the file's queue grow.
+_HOLD_BYTES = 8 * 1024 * 1024
 # Request options that travel as HTTP headers or query parameters: any value may be a credential.
 _TRANSPORT_OPTIONS = ("extra_headers", "extra_query")
 # Request parameters that hold JSON schemas (chat and Responses): inside a schema a key is a
@@ -139,6 +142,7 @@ class Recorder:
         # Each streamed text field, for a private key and a literal secret cut between chunks.
         self._texts: dict[tuple[Any, ...], tuple[StreamedText, StreamedLiterals]] = {}
         self._held: deque[_Held] = deque()  # chunks not written yet, in order (a split secret)
+        self._held_bytes = 0  # their size (``_HOLD_BYTES``)
         self._owns_file = False
         self._out: IO[str] | None = None
         try:
@@ -193,6 +197,8 @@ class Recorder:
             held = _Held({"type": "chunk", "offset_ms": round(offset, 3), "chunk": data})
             self._streamed_texts(held, data)
             if held.waiting or self._held:
+                held.size = _size(data)
+                self._held_bytes += held.size
                 self._held.append(held)
                 self._release()
             else:
@@ -291,12 +297,13 @@ class Recorder:
         queue = self._held
         while queue:
             first = queue[0]
-            if first.waiting and len(queue) > _HOLD:
+            if first.waiting and (len(queue) > _HOLD or self._held_bytes > _HOLD_BYTES):
                 for literals, piece in first.pieces:
                     self._settled(literals.force(piece, self._secrets))
             if first.waiting:
                 return
             queue.popleft()
+            self._held_bytes -= first.size
             self._write_chunk(first.record)
 
     def _write_chunk(self, record: dict[str, Any]) -> None:
@@ -467,12 +474,22 @@ class Recorder:
 class _Held:
     """A chunk's record, and how many of its text fragments may still be part of a secret."""
 
-    __slots__ = ("pieces", "record", "waiting")
+    __slots__ = ("pieces", "record", "size", "waiting")
 
     def __init__(self, record: dict[str, Any]) -> None:
         self.record = record
         self.waiting = 0
+        self.size = 0
         self.pieces: list[tuple[StreamedLiterals, Piece]] = []
+
+
+def _size(data: Any) -> int:
+    """A held chunk's size, as its JSON (what it will be written as); one that will not serialise
+    counts as the whole budget, so it is not held behind others."""
+    try:
+        return len(json.dumps(data, default=str))
+    except (TypeError, ValueError, RecursionError):
+        return _HOLD_BYTES
 
 
 def _key(value: Any) -> Any:

@@ -133,10 +133,14 @@ def _not_ready(call: ToolCall) -> Refusal:
             "Call one of the available tools by name.",
         )
     why = error.message if error is not None else "the call is not ready"
+    again = (
+        "Send the call again as a custom tool call, its input as the tool's format asks."
+        if call.type == "custom"
+        else "Send the call again with the arguments as one complete JSON object."
+    )
     return Refusal(
         "not_ready",
-        f"Error: the arguments of this call to {name} could not be used ({why}); it was not run. "
-        "Send the call again with the arguments as one complete JSON object.",
+        f"Error: the arguments of this call to {name} could not be used ({why}); it was not run. {again}",
         (why,),
     )
 
