@@ -197,7 +197,10 @@ class Recorder:
             held = _Held({"type": "chunk", "offset_ms": round(offset, 3), "chunk": data})
             self._streamed_texts(held, data)
             if held.waiting or self._held:
-                held.size = _size(data)
+                # Written later: serialised now, once (the size bound is exact, and the line is
+                # written as it is unless a masking or the redaction changes the chunk meanwhile).
+                held.line = _line(held.record)
+                held.size = len(held.line)
                 self._held_bytes += held.size
                 self._held.append(held)
                 self._release()
@@ -289,6 +292,7 @@ class Recorder:
             held, container, field = piece.owner
             if piece.cuts:
                 container[field] = piece.masked()
+                held.line = None  # serialised again when written
             held.waiting -= 1
 
     def _release(self) -> None:
@@ -304,18 +308,21 @@ class Recorder:
                 return
             queue.popleft()
             self._held_bytes -= first.size
-            self._write_chunk(first.record)
+            self._write_chunk(first.record, first.line)
 
-    def _write_chunk(self, record: dict[str, Any]) -> None:
-        """A chunk's record, redacted if asked (in order: the redaction reads each text in turn)."""
+    def _write_chunk(self, record: dict[str, Any], line: str | None = None) -> None:
+        """A chunk's record, redacted if asked (in order: the redaction reads each text in turn);
+        ``line``: the record already serialised, as it stands."""
         if self._mask.active:
             record["chunk"] = self._mask.chunk(record["chunk"])
-        self._write(record)
+            line = None
+        self._write(record, line)
         self.chunks += 1
 
-    def _write(self, record: Mapping[str, Any]) -> None:
+    def _write(self, record: Mapping[str, Any], line: str | None = None) -> None:
         assert self._out is not None
-        line = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+        if line is None:
+            line = _line(record)
         if "---" in line:
             # A PEM private key may sit in any string of any record (every BEGIN line holds dashes,
             # which JSON never escapes, so a line without them holds none). Masked in a fresh copy,
@@ -325,7 +332,7 @@ class Recorder:
             if found:
                 self._remember_found(found)
                 record = data
-                line = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+                line = _line(record)
         if self._secrets and self._secrets.found_in(line):
             line = json.dumps(self._secrets.mask(dict(record)), ensure_ascii=False, separators=(",", ":"))
         self._out.write(line + "\n")
@@ -474,22 +481,20 @@ class Recorder:
 class _Held:
     """A chunk's record, and how many of its text fragments may still be part of a secret."""
 
-    __slots__ = ("pieces", "record", "size", "waiting")
+    __slots__ = ("line", "pieces", "record", "size", "waiting")
 
     def __init__(self, record: dict[str, Any]) -> None:
         self.record = record
         self.waiting = 0
         self.size = 0
+        self.line: str | None = None
+        """The record serialised when it was held (None once a masking changed it)."""
         self.pieces: list[tuple[StreamedLiterals, Piece]] = []
 
 
-def _size(data: Any) -> int:
-    """A held chunk's size, as its JSON (what it will be written as); one that will not serialise
-    counts as the whole budget, so it is not held behind others."""
-    try:
-        return len(json.dumps(data, default=str))
-    except (TypeError, ValueError, RecursionError):
-        return _HOLD_BYTES
+def _line(record: Mapping[str, Any]) -> str:
+    """A record as the line it is written as."""
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":"))
 
 
 def _key(value: Any) -> Any:
