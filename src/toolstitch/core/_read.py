@@ -503,14 +503,10 @@ def read_fragment(
         unreadable = "its type could not be read"
     table = state.table
     plain = extra is None and unreadable is None
-    if custom is not None:  # a custom tool's input is text, not JSON: routed by index, id and name
-        call, index, flags = resolve_call(
-            table, index, fid, name, None, plain and not arguments, state.index, entry, notes
-        )
-    else:
-        call, index, flags = resolve_call(
-            table, index, fid, name, arguments, plain, state.index, entry, notes
-        )
+    # A custom tool's input is text, not JSON: it is routed by index, id and name alone.
+    routed = arguments if custom is None else None
+    empty = plain and not (custom is not None and arguments)
+    call, index, flags = resolve_call(table, index, fid, name, routed, empty, state.index, entry, notes)
     owner = acc._owner
     if (
         call is not None
