@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tests.client.instrumented import ORDERS, astitched, stitched, wrapped_in_order
-from tests.client.test_dropin import ASYNC_ENTRIES, EXPECTED, SYNC_ENTRIES
+from tests.client.test_dropin import ASYNC_ENTRIES, EXPECTED, SYNC_ENTRIES, TOOLS
 from tests.core.test_accumulator import seed_stream
 from toolstitch.testing import LocalServer, StreamScript
 
@@ -88,3 +88,64 @@ async def test_every_async_entry_point_with_the_openai_instrumentation(
     stream = await astitched(ASYNC_ENTRIES[entry], client)
     assert [c.status for c in stream.tool_calls] == ["ready", "ready"]
     assert len(chat_spans(exporter)) == 1
+
+
+#: A request with arguments the instrumentation reads into its span (model, sampling, tools given
+#: as a tuple, a seed, a stop list, the service tier ...).
+SPANNED_REQUEST: dict[str, Any] = {
+    "model": "test-model",
+    "messages": [{"role": "user", "content": "Weather in Shenzhen?"}],
+    "tools": tuple(TOOLS),
+    "temperature": 0.25,
+    "top_p": 0.5,
+    "max_tokens": 99,
+    "seed": 7,
+    "stop": ["END"],
+    "frequency_penalty": 0.1,
+    "presence_penalty": 0.2,
+    "service_tier": "default",
+    "n": 1,
+}
+
+
+def span_attributes(exporter: InMemorySpanExporter) -> dict[str, Any]:
+    (span,) = chat_spans(exporter)
+    exporter.clear()
+    return {k: tuple(v) if isinstance(v, list | tuple) else v for k, v in dict(span.attributes).items()}
+
+
+@pytest.mark.parametrize("order", ORDERS)
+def test_the_instrumentations_span_is_the_same_plain_and_wrapped(
+    server: LocalServer, exporter: InMemorySpanExporter, order: str
+) -> None:
+    """The instrumentation wraps the SDK's ``create`` and reads its keyword arguments: through a
+    wrapped client it reads the caller's own, so its span's attributes are those of a plain call."""
+    server.enqueue(StreamScript(seed_stream(), fragment=7), StreamScript(seed_stream(), fragment=7))
+    plain = server.client()
+    instrument(exporter)(plain)
+    list(plain.chat.completions.create(**SPANNED_REQUEST, stream=True))
+    spanned_plain = span_attributes(exporter)
+    wrapped = wrapped_in_order(server.client(), order, instrument(exporter))
+    stream = wrapped.chat.completions.create(**SPANNED_REQUEST, stream=True)
+    list(stream)
+    assert [c.status for c in stream.tool_calls] == ["ready", "ready"]
+    assert span_attributes(exporter) == spanned_plain
+    assert spanned_plain["gen_ai.request.temperature"] == 0.25  # the arguments are in it
+
+
+@pytest.mark.parametrize("order", ORDERS)
+async def test_the_instrumentations_async_span_is_the_same_plain_and_wrapped(
+    server: LocalServer, exporter: InMemorySpanExporter, order: str
+) -> None:
+    server.enqueue(StreamScript(seed_stream(), fragment=7), StreamScript(seed_stream(), fragment=7))
+    plain = server.async_client()
+    instrument(exporter)(plain)
+    async for _ in await plain.chat.completions.create(**SPANNED_REQUEST, stream=True):
+        pass
+    spanned_plain = span_attributes(exporter)
+    wrapped = wrapped_in_order(server.async_client(), order, instrument(exporter))
+    stream = await wrapped.chat.completions.create(**SPANNED_REQUEST, stream=True)
+    async for _ in stream:
+        pass
+    assert [c.status for c in stream.tool_calls] == ["ready", "ready"]
+    assert span_attributes(exporter) == spanned_plain

@@ -271,3 +271,102 @@ async def test_instrumenting_the_classes_covers_wrapped_clients_once(
     stream = await astitched(ASYNC_ENTRIES["create"], wrapped)
     assert [c.status for c in stream.tool_calls] == ["ready", "ready"]
     assert len(capture.requests()) == 2
+
+
+# ---------------------------------------------------------- the same spans, plain and wrapped
+
+_RESPONSES = hasattr(openai.OpenAI(api_key="x", base_url="http://127.0.0.1:9/v1"), "responses")
+RESPONSE_TOOLS = [
+    {"type": "function", "name": "get_weather", "parameters": {"type": "object"}, "strict": False}
+]
+RID = "resp_bg"
+#: Where logfire found the call in the caller's code: not from the call's arguments (an editable
+#: install of toolstitch is not skipped as a library is, so the frame may be toolstitch's own).
+CODE_LOCATION = ("code.filepath", "code.lineno", "code.function")
+
+
+def spans_of(capture: Capture) -> list[dict[str, Any]]:
+    """The attributes of every span logfire finished, in order (the location in code left out)."""
+    spans = [
+        {k: v for k, v in dict(s.attributes).items() if k not in CODE_LOCATION}
+        for s in capture.exporter.exported_spans
+        if s.attributes.get("logfire.span_type") == "span"
+    ]
+    capture.exporter.clear()
+    return spans
+
+
+def calls_made(client: Any) -> None:
+    """A streamed chat request with arguments logfire records, and, where the release has it, a
+    background Responses stream and its retrieve by keyword (pydantic-ai's background mode)."""
+    stream = client.chat.completions.create(
+        **{**ARGS, "tools": tuple(ARGS["tools"])}, temperature=0.5, seed=3, stream=True
+    )
+    list(stream)
+    if _RESPONSES:
+        list(
+            client.responses.create(model="m", input="hi", tools=RESPONSE_TOOLS, background=True, stream=True)
+        )
+        list(client.responses.retrieve(response_id=RID, stream=True, starting_after=2))
+
+
+def scripts() -> list[Any]:
+    from toolstitch.testing import response_events
+
+    events = response_events([("call_1", "get_weather", '{"city": "Zürich"}')], id=RID, background=True)
+    return [StreamScript(seed_stream(), fragment=7), StreamScript.responses(events)]
+
+
+@pytest.mark.parametrize("order", ORDERS)
+def test_logfire_records_the_same_spans_plain_and_wrapped(
+    server: LocalServer, capture: Capture, order: str
+) -> None:
+    """logfire records each request from the SDK's own request options: through a wrapped client
+    they are those of a plain one, for every call (the span of ``retrieve(response_id=...)``
+    included), so every attribute that comes from the call's arguments is equal."""
+    server.enqueue(*scripts())
+    plain = server.client()
+    capture.instrument(plain)
+    calls_made(plain)
+    seen_plain = spans_of(capture)
+    server.enqueue(*scripts())
+    wrapped = wrapped_in_order(server.client(), order, capture.instrument)
+    calls_made(wrapped)
+    assert spans_of(capture) == seen_plain
+    assert len(seen_plain) == (3 if _RESPONSES else 1)
+    assert seen_plain[0]["gen_ai.request.temperature"] == 0.5  # the arguments are in them
+    assert "get_weather" in seen_plain[0]["gen_ai.tool.definitions"]
+    if _RESPONSES:
+        assert seen_plain[2]["url"] == f"/responses/{RID}"
+
+
+async def acalls_made(client: Any) -> None:
+    """The async twin of :func:`calls_made`."""
+    tools = tuple(ARGS["tools"])
+    async for _ in await client.chat.completions.create(
+        **{**ARGS, "tools": tools}, temperature=0.5, stream=True
+    ):
+        pass
+    if _RESPONSES:
+        stream = await client.responses.create(
+            model="m", input="hi", tools=RESPONSE_TOOLS, background=True, stream=True
+        )
+        async for _ in stream:
+            pass
+        async for _ in await client.responses.retrieve(response_id=RID, stream=True, starting_after=2):
+            pass
+
+
+@pytest.mark.parametrize("order", ORDERS)
+async def test_logfire_records_the_same_async_spans_plain_and_wrapped(
+    server: LocalServer, capture: Capture, order: str
+) -> None:
+    server.enqueue(*scripts())
+    plain = server.async_client()
+    capture.instrument(plain)
+    await acalls_made(plain)
+    seen_plain = spans_of(capture)
+    server.enqueue(*scripts())
+    await acalls_made(wrapped_in_order(server.async_client(), order, capture.instrument))
+    assert spans_of(capture) == seen_plain
+    assert len(seen_plain) == (3 if _RESPONSES else 1) and seen_plain[0]["async"] is True

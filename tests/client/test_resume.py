@@ -309,6 +309,39 @@ def test_retrieve_of_a_response_this_client_created_is_stitched(server: LocalSer
 
 
 @needs_resume
+@pytest.mark.parametrize("by_keyword", [True, False], ids=["response_id=", "positional"])
+def test_retrieve_by_keyword_is_stitched_and_reaches_the_sdk_as_given(
+    server: LocalServer, by_keyword: bool
+) -> None:
+    """pydantic-ai's background mode: ``retrieve(response_id=..., stream=True, starting_after=...)``.
+    A spy around the SDK's ``retrieve`` (as an instrumentation wraps it) sees the call as it was
+    made, and the stream is still stitched from the event after ``starting_after``."""
+    server.enqueue(StreamScript.responses(EVENTS))
+    plain = server.client()
+    seen: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
+    sdk_retrieve = plain.responses.retrieve
+
+    @functools.wraps(sdk_retrieve)  # as wrapt keeps it: the signature says it can resume
+    def spying(*args: Any, **kwargs: Any) -> Any:
+        seen.append((args, dict(kwargs)))
+        return sdk_retrieve(*args, **kwargs)
+
+    plain.responses.retrieve = spying  # type: ignore[method-assign]
+    client = ts.wrap(plain)
+    list(create(client, background=True))
+    after = CALL_1 - 1
+    if by_keyword:
+        again = client.responses.retrieve(response_id=RID, stream=True, starting_after=after)
+        assert seen == [((), {"response_id": RID, "stream": True, "starting_after": after})]
+    else:
+        again = client.responses.retrieve(RID, stream=True, starting_after=after)
+        assert seen == [((RID,), {"stream": True, "starting_after": after})]
+    assert isinstance(again, ts.StitchedResponseStream)
+    assert [e.sequence_number for e in again] == list(range(CALL_1, len(EVENTS)))
+    assert [c.status for c in again.tool_calls] == ["ready", "ready"]
+
+
+@needs_resume
 def test_retrieve_of_an_unknown_response_is_the_sdks(server: LocalServer) -> None:
     server.enqueue(StreamScript.responses(EVENTS))
     list(create(server.client(), background=True))  # created by a plain client

@@ -30,6 +30,7 @@ the one the SDK calls for every request; found installed on the client (directly
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -48,36 +49,37 @@ def post(opts: _Options, client: Any) -> Any:
     """``client.post``, with a streamed chat-completions call stitched (see the module)."""
     sdk_post = client.post
 
-    def begin(path: Any, kwargs: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
-        label = f"post({path!r}, stream=True)"
+    def begin(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
+        path = args[0] if args else kwargs.get("path")  # as the caller gave it: the SDK's call takes it
         if (
             not streaming(kwargs)
             or _installed(client, "post", intercepted)
             or not _reaches_chat(client, path)
         ):
-            return label, None
+            return "", None
+        label = f"post({_shown(path)}, stream=True)"
         options = kwargs.get("options")
         extra = options.get("extra_json") if isinstance(options, Mapping) else None
         return label, _chat_request(opts, label, kwargs.get("body"), extra, kwargs.get("content"))
 
     if opts.is_async:
 
-        async def apost(path: Any, *args: Any, **kwargs: Any) -> Any:
-            label, request = begin(path, kwargs)
+        async def apost(*args: Any, **kwargs: Any) -> Any:
+            label, request = begin(args, kwargs)
             if request is None:
-                return await sdk_post(path, *args, **kwargs)
+                return await sdk_post(*args, **kwargs)
             started = now()
-            return opts.stitched(await sdk_post(path, *args, **kwargs), request, started, label)
+            return opts.stitched(await sdk_post(*args, **kwargs), request, started, label)
 
         intercepted: Callable[..., Any] = like(sdk_post, apost)
     else:
 
-        def spost(path: Any, *args: Any, **kwargs: Any) -> Any:
-            label, request = begin(path, kwargs)
+        def spost(*args: Any, **kwargs: Any) -> Any:
+            label, request = begin(args, kwargs)
             if request is None:
-                return sdk_post(path, *args, **kwargs)
+                return sdk_post(*args, **kwargs)
             started = now()
-            return opts.stitched(sdk_post(path, *args, **kwargs), request, started, label)
+            return opts.stitched(sdk_post(*args, **kwargs), request, started, label)
 
         intercepted = like(sdk_post, spost)
     return intercepted
@@ -96,9 +98,9 @@ def request(opts: _Options, client: Any) -> Any:
             content = getattr(options, "content", None)  # openai >= 2.x: raw bytes beside json_data
         except Exception:
             return "", None
-        label = f"request(<{path!r}>, stream=True)"
         if not _reaches_chat(client, path):
-            return label, None
+            return "", None
+        label = f"request(<{_shown(path)}>, stream=True)"
         return label, _chat_request(opts, label, body, extra, content)
 
     if opts.is_async:
@@ -122,6 +124,15 @@ def request(opts: _Options, client: Any) -> Any:
 
         intercepted = like(sdk_request, srequest)
     return intercepted
+
+
+def _shown(path: Any) -> str:
+    """``path`` for a warning's label: text (or an ``httpx.URL``'s text) as its ``repr``, anything
+    else by its type (a caller's object's own ``repr`` is not run)."""
+    if type(path) is not str and type(path).__name__ == "URL":
+        with contextlib.suppress(Exception):
+            path = str(path)
+    return repr(path) if type(path) is str else f"<{type(path).__name__}>"
 
 
 def streaming(kwargs: Mapping[str, Any]) -> bool:

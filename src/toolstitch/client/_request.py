@@ -17,25 +17,63 @@ from ._proxy import like
 __all__ = ["creator", "read_request"]
 
 
-def read_request(kwargs: dict[str, Any]) -> tuple[dict[str, Any], float]:
-    """The keyword arguments to send, and when the request started.
+def read_request(kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], float]:
+    """The keyword arguments to send, the request as the checks read it, and when it started.
 
-    The request is the contract (rule 10). ``tools`` and ``functions`` given as any iterable (a
-    generator, ``dict.values()``, ``map``, a tuple) are read here, once, into a list, as the SDK
-    reads them; that same list goes to the SDK and to the checks, so every call is checked against
-    exactly the tools the model was offered (read twice, a generator would be sent by the SDK and be
-    empty for the check). What is not a sequence of tools (a mapping, a string) is left as it is:
-    the contract reader cannot read it and refuses every call.
+    The request is the contract (rule 10), and the caller's arguments reach the SDK as they were
+    given (drop-in): ``kwargs`` itself is sent, the very objects the caller passed. ``tools`` and
+    ``functions`` that are not a sequence the contract reader takes (a ``dict.values()`` view, a
+    generator, ``map``) are read here, once, into a list for the checks, so every call is checked
+    against exactly the tools the model was offered. A view, a list or a tuple of the builtin kind
+    iterates the same every time: the SDK gets the caller's own object. Anything else (an iterator,
+    a generator, a class of the caller's own) could give the SDK other tools on its own read (a
+    generator would be empty): that one is sent as the list read here, the one thing a caller's
+    argument is ever replaced by (docs/wrap.md). What is not a sequence of tools (a mapping, a
+    string) is left as it is: the contract reader cannot read it and refuses every call.
     """
     started = now()
     read: dict[str, list[Any]] = {}
+    replaced: dict[str, list[Any]] = {}
     for key in ("tools", "functions"):
         value = kwargs.get(key)
-        if isinstance(value, Iterable) and not isinstance(value, list | str | bytes | bytearray | Mapping):
-            read[key] = list(value)
-    if read:
-        kwargs = {**kwargs, **read}
-    return kwargs, started
+        stable = _stable(value)
+        if stable and isinstance(value, list | tuple):
+            continue  # read as it is
+        if not isinstance(value, Iterable) or isinstance(value, str | bytes | bytearray | Mapping):
+            continue
+        try:
+            items = list(value)
+        except Exception:  # the contract reader refuses what is left, and the SDK's read fails too
+            continue
+        read[key] = items
+        if not stable:
+            replaced[key] = items
+    if not read:
+        return kwargs, kwargs, started
+    sent = {**kwargs, **replaced} if replaced else kwargs
+    return sent, {**kwargs, **read}, started
+
+
+#: The iterations that give the same items each time they run: those of the builtin ``list`` and
+#: ``tuple`` and of the ``dict`` views.
+_STABLE: tuple[Any, ...] = (
+    list.__iter__,
+    tuple.__iter__,
+    type({}.keys()).__iter__,
+    type({}.values()).__iter__,
+    type({}.items()).__iter__,
+)
+
+
+def _stable(value: Any) -> bool:
+    """Whether ``value`` iterates by one of the :data:`_STABLE` iterations (a subclass that keeps
+    its builtin's ``__iter__`` counts; one that overrides it does not). Read from the class
+    dictionaries, so that no code of the caller's runs here."""
+    for klass in type(value).__mro__:
+        own = vars(klass).get("__iter__")
+        if own is not None:
+            return any(own is stable for stable in _STABLE)
+    return False
 
 
 def creator(sdk_create: Any, awaits: bool, on_stream: Callable[[Any, dict[str, Any], float], Any]) -> Any:
@@ -47,15 +85,15 @@ def creator(sdk_create: Any, awaits: bool, on_stream: Callable[[Any, dict[str, A
         async def acreate(*args: Any, **kwargs: Any) -> Any:
             if not streaming(kwargs):
                 return await sdk_create(*args, **kwargs)
-            request, started = read_request(kwargs)
-            return on_stream(await sdk_create(*args, **request), request, started)
+            sent, request, started = read_request(kwargs)
+            return on_stream(await sdk_create(*args, **sent), request, started)
 
         return like(sdk_create, acreate)
 
     def create(*args: Any, **kwargs: Any) -> Any:
         if not streaming(kwargs):
             return sdk_create(*args, **kwargs)
-        request, started = read_request(kwargs)
-        return on_stream(sdk_create(*args, **request), request, started)
+        sent, request, started = read_request(kwargs)
+        return on_stream(sdk_create(*args, **sent), request, started)
 
     return like(sdk_create, create)

@@ -345,15 +345,17 @@ class Responses(Proxy):
 
         if opts.is_async:
 
-            async def aretrieve(response_id: Any, *args: Any, **kwargs: Any) -> Any:
+            async def aretrieve(*args: Any, **kwargs: Any) -> Any:
                 started = now()
-                return stitch(await sdk_retrieve(response_id, *args, **kwargs), response_id, kwargs, started)
+                return stitch(
+                    await sdk_retrieve(*args, **kwargs), _response_id(args, kwargs), kwargs, started
+                )
 
             return like(sdk_retrieve, aretrieve)
 
-        def retrieve(response_id: Any, *args: Any, **kwargs: Any) -> Any:
+        def retrieve(*args: Any, **kwargs: Any) -> Any:
             started = now()
-            return stitch(sdk_retrieve(response_id, *args, **kwargs), response_id, kwargs, started)
+            return stitch(sdk_retrieve(*args, **kwargs), _response_id(args, kwargs), kwargs, started)
 
         return like(sdk_retrieve, retrieve)
 
@@ -368,8 +370,8 @@ class Responses(Proxy):
             if kwargs.get("response_id") is not None:
                 opts.unstitched(path + " with response_id", "a stream resumed by id has no request to check")
                 return sdk_stream(*args, **kwargs)
-            request, started = read_request(kwargs)
-            return manager(sdk_stream(*args, **request), opts, request, started, path)
+            sent, request, started = read_request(kwargs)
+            return manager(sdk_stream(*args, **sent), opts, request, started, path)
 
         return like(sdk_stream, stream)
 
@@ -380,6 +382,12 @@ class Responses(Proxy):
     @property
     def with_streaming_response(self) -> Any:
         return _StreamingResponses(self._target.with_streaming_response, self._opts)
+
+
+def _response_id(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The id a ``retrieve`` call names, given positionally or by keyword (the SDK's call took
+    it: it was one of the two)."""
+    return args[0] if args else kwargs.get("response_id")
 
 
 class _RawResponses(Proxy):

@@ -237,8 +237,8 @@ class _Completions(Proxy):
         manager = AsyncHelperManager if opts.is_async else HelperManager
 
         def stream(*args: Any, **kwargs: Any) -> Any:
-            request, started = read_request(kwargs)
-            return manager(sdk_stream(*args, **request), opts, request, started, "chat.completions.stream()")
+            sent, request, started = read_request(kwargs)
+            return manager(sdk_stream(*args, **sent), opts, request, started, "chat.completions.stream()")
 
         return like(sdk_stream, stream)
 
