@@ -35,6 +35,7 @@ import pytest
 
 import toolstitch as ts
 from toolstitch.client._proxy import Proxy
+from toolstitch.testing import LocalServer
 
 ABSENT = object()
 TOOL = {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}
@@ -245,7 +246,8 @@ def test_every_replaced_sdk_method_receives_the_callers_arguments_as_given(kind:
     found = list(replaced_methods(wrapped, "client"))
     paths = {r.path for r in found}
     # what the walk must at least find (so that it cannot pass by finding nothing)
-    assert {"client.chat.completions.create", "client.chat.completions.stream", "client.post"} <= paths
+    assert {"client.chat.completions.create", "client.post", "client.request"} <= paths
+    assert any(p.endswith("chat.completions.stream") for p in paths)  # old releases: under beta
     assert "client.with_raw_response.chat.completions.create" in paths
     if hasattr(openai.OpenAI(api_key="k"), "responses"):
         assert {"client.responses.create", "client.responses.retrieve", "client.responses.stream"} <= paths
@@ -309,3 +311,25 @@ def test_stable_tools_reach_the_sdk_as_the_very_object(tools: Any) -> None:
     item = next(r for r in replaced_methods(wrapped, "client") if r.path == "client.chat.completions.create")
     seen, _ = call_both_ways(item, (), {"model": "m", "messages": [], "tools": tools, "stream": True})
     assert seen[1][1]["tools"] is tools
+
+
+def raising_tools() -> list[Any]:
+    class Refusing(list[Any]):
+        def __iter__(self) -> Iterator[Any]:
+            raise RuntimeError("the caller's own error")
+
+    def halfway() -> Iterator[Any]:
+        yield TOOL
+        raise RuntimeError("the caller's own error")
+
+    return [Refusing([TOOL]), halfway()]
+
+
+@pytest.mark.parametrize("position", range(2), ids=["list subclass", "generator"])
+def test_tools_that_raise_as_they_are_read_raise_as_they_do_plain(server: LocalServer, position: int) -> None:
+    for client in (server.client(), ts.wrap(server.client())):
+        with pytest.raises(RuntimeError, match="the caller's own error"):
+            client.chat.completions.create(
+                model="m", messages=[], tools=raising_tools()[position], stream=True
+            )
+    assert server.requests == []  # nothing was sent, plain or wrapped

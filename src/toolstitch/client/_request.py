@@ -41,10 +41,7 @@ def read_request(kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]
             continue  # read as it is
         if not isinstance(value, Iterable) or isinstance(value, str | bytes | bytearray | Mapping):
             continue
-        try:
-            items = list(value)
-        except Exception:  # the contract reader refuses what is left, and the SDK's read fails too
-            continue
+        items = list(value)  # what it raises is the caller's, as the SDK's own read would raise it
         read[key] = items
         if not stable:
             replaced[key] = items
