@@ -122,7 +122,8 @@ def replaced_methods(proxy: Any, path: str) -> Iterator[Replaced]:
             continue
         if is_proxy(value) and not isinstance(value, ts.client.WrappedClient):
             yield from replaced_methods(value, f"{path}.{name}")
-        elif callable(value) and hasattr(value, "__wrapped__"):
+        elif callable(value):
+            assert hasattr(value, "__wrapped__"), f"{path}.{name} is not dressed as the SDK's method (like)"
             yield Replaced(f"{path}.{name}", proxy, name, target, getattr(target, name))
 
 
