@@ -29,7 +29,7 @@ import toolstitch as ts
 from tests.client.instrumented import AFTER, BEFORE, ORDERS, astitched, stitched, wrapped_in_order
 from tests.client.test_dropin import ARGS, ASYNC_ENTRIES, CLIENTS, EXPECTED, HAS_HELPER, SYNC_ENTRIES
 from tests.core.test_accumulator import seed_stream
-from toolstitch.testing import LocalServer, StreamScript
+from toolstitch.testing import LocalServer, StreamScript, response_events
 
 logfire = pytest.importorskip("logfire")
 logfire_testing = pytest.importorskip("logfire.testing")
@@ -311,8 +311,6 @@ def calls_made(client: Any) -> None:
 
 
 def scripts() -> list[Any]:
-    from toolstitch.testing import response_events
-
     events = response_events([("call_1", "get_weather", '{"city": "Zürich"}')], id=RID, background=True)
     return [StreamScript(seed_stream(), fragment=7), StreamScript.responses(events)]
 
