@@ -69,6 +69,7 @@ PUBLIC = [
     "tool",
     "tool_message",
     "tool_messages",
+    "trust_grammar",
     "validate_history",
     "validate_input",
     "validate_request",

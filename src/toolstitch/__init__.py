@@ -34,7 +34,7 @@ from .client import (
     stitch,
     wrap,
 )
-from .core import Accumulator, Limits, ResponseAccumulator, ToolCall
+from .core import Accumulator, Limits, ResponseAccumulator, ToolCall, trust_grammar
 from .errors import HistoryError, IncompleteStreamError, ToolError, ToolstitchError
 from .history import (
     assistant_message,
@@ -94,6 +94,7 @@ __all__ = [
     "tool",
     "tool_message",
     "tool_messages",
+    "trust_grammar",
     "validate_history",
     "validate_input",
     "validate_request",

@@ -233,3 +233,64 @@ def test_the_guard_refuses_a_response_whose_custom_call_is_not_ready(server: Loc
     stream = client.responses.create(model="m", input="x", tools=tools, stream=True)
     with pytest.raises(ts.errors.UnsafeToolCallError):
         stream.until_done()
+
+
+# --------------------------------------------------------------------------- lark grammars
+
+ONE_SELECT = {
+    "type": "grammar",
+    "syntax": "lark",
+    "definition": 'start: "SELECT " IDENT " FROM " IDENT ";"?\nIDENT: /[a-z_]+/\n',
+}
+
+
+def _select(sql: str) -> str:
+    ran.append(("select", sql))
+    return "1 row"
+
+
+def test_a_lark_tool_runs_a_fitting_input_and_never_one_that_does_not(server: LocalServer) -> None:
+    box = Toolbox([ts.Tool.from_custom(_select, name="select", format=ONE_SELECT)])
+    model(
+        server,
+        custom_turn(
+            ("call_1", "select", "SELECT a FROM t;"), ("call_2", "select", "SELECT a FROM t; DROP TABLE t;")
+        ),
+        response_events(text="Done."),
+    )
+    result = ts.run(server.client(), model="m", input="Rows?", toolbox=box, api="responses")
+    assert ran == [("select", "SELECT a FROM t;")]
+    outputs = {i["call_id"]: i["output"] for i in result.input if i.get("type") == "custom_tool_call_output"}
+    assert outputs["call_1"] == "1 row" and "lark grammar" in outputs["call_2"]
+    assert ts.validate_input(result.input) == []
+    # what the server received is the format as given, the definition as the API defines it
+    sent = server.requests[0]["tools"]
+    assert {"type": "custom", "name": "select", "format": ONE_SELECT}.items() <= sent[0].items()
+
+
+def test_a_trusted_lark_tool_without_llguidance_runs_unchecked(
+    server: LocalServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    from toolstitch.core import _grammar_lark, _schema_grammar
+
+    monkeypatch.setitem(sys.modules, "llguidance", None)
+    _grammar_lark._engine.cache_clear()
+    _schema_grammar.compiled_grammar.cache_clear()
+    try:
+        with pytest.raises(ValueError, match=r"toolstitch\[grammars\]"):
+            ts.Tool.from_custom(_select, name="select", format=ONE_SELECT)
+        trusted = ts.Tool.from_custom(_select, name="select", format=ts.trust_grammar(ONE_SELECT))
+        model(server, custom_turn(("call_1", "select", "anything")), response_events(text="Done."))
+        result = ts.run(
+            server.client(), model="m", input="Rows?", toolbox=Toolbox([trusted]), api="responses"
+        )
+        assert ran == [("select", "anything")]
+        (call,) = result.steps[0].calls
+        assert "grammar_unchecked" in {a.code for a in call.anomalies}
+        assert server.requests[0]["tools"][0]["format"] == ONE_SELECT  # the mark is not sent
+    finally:
+        monkeypatch.undo()
+        _grammar_lark._engine.cache_clear()
+        _schema_grammar.compiled_grammar.cache_clear()

@@ -103,18 +103,57 @@ def test_a_toolbox_takes_a_custom_tools_definition_with_its_function(definition:
     assert box.definitions()[0]["type"] == "custom"
 
 
-def test_a_lark_tool_is_defined_and_its_calls_are_unchecked_but_run() -> None:
-    lark = Tool.from_custom(
-        _text_tool, name="calc", format={"type": "grammar", "syntax": "lark", "definition": "start: /.+/"}
+ARITHMETIC = {
+    "type": "grammar",
+    "syntax": "lark",
+    "definition": 'start: expr\nexpr: term (SP OP SP term)*\nterm: NUMBER\nSP: " "\nOP: "+" | "-"\nNUMBER: /[0-9]+/\n',
+}
+
+
+def test_a_lark_tool_is_checked_at_seal_and_at_the_gate() -> None:
+    calc = Tool.from_custom(_text_tool, name="calc", format=ARITHMETIC)
+    acc = ResponseAccumulator([{"type": "custom", "name": "calc", "format": calc.format}])
+    for event in response_events([("call_1", "calc", "1 + 2 + 3"), ("call_2", "calc", "1 +2")], custom=True):
+        acc.feed(event)
+    acc.end()
+    good, bad = acc.tool_calls
+    assert (good.status, bad.status) == ("ready", "invalid")
+    assert "lark grammar" in str(bad.error) and not good.anomalies
+    first, second = Toolbox([calc]).execute([good, bad])
+    assert first.ok and first.content == "1 + 2 + 3"
+    assert not second.ok and second.reason == "invalid_arguments" and "lark grammar" in second.content
+
+
+@pytest.mark.parametrize(
+    "definition",
+    ['start: ("a"', "start: undefined_rule", "start: /(?=a)a/", "not a grammar at all"],
+    ids=["unclosed", "undefined-rule", "lookaround-terminal", "prose"],
+)
+def test_a_lark_grammar_that_does_not_compile_is_refused_when_defined(definition: str) -> None:
+    fmt = {"type": "grammar", "syntax": "lark", "definition": definition}
+    with pytest.raises(
+        ValueError, match="calc: the format cannot be checked: the lark grammar does not compile"
+    ):
+        Tool.from_custom(_text_tool, name="calc", format=fmt)
+    with pytest.raises(ValueError, match="calc"):  # trusted or not: the API would refuse it too
+        Tool.from_custom(_text_tool, name="calc", format=ts.trust_grammar(fmt))
+
+
+def test_a_regex_that_python_refuses_but_rust_reads_defines_a_tool() -> None:
+    han = Tool.from_custom(
+        _text_tool, name="han", format={"type": "grammar", "syntax": "regex", "definition": r"\p{Han}+"}
     )
-    acc = ResponseAccumulator([{"type": "custom", "name": "calc", "format": lark.format}])
-    for event in response_events([("call_1", "calc", "1 + 2")], custom=True):
+    (result,) = Toolbox([han]).execute([_ready_custom("han", "深圳")])
+    assert result.ok and result.content == "深圳"
+
+
+def _ready_custom(name: str, text: str) -> ts.ToolCall:
+    acc = ResponseAccumulator([{"type": "custom", "name": name}])
+    for event in response_events([("call_1", name, text)], custom=True):
         acc.feed(event)
     acc.end()
     (call,) = acc.tool_calls
-    assert call.ready and "grammar_unchecked" in {a.code for a in call.anomalies}
-    (result,) = Toolbox([lark]).execute([call])
-    assert result.ok and result.content == "1 + 2"
+    return call
 
 
 def test_the_executor_runs_a_ready_custom_call_and_the_gate_rechecks_the_grammar() -> None:

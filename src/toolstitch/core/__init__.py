@@ -21,7 +21,9 @@ other layer is built on :class:`Accumulator`. What lives where:
 * :mod:`._clock`        the one clock of every timestamp and its anchor on the Unix time line.
 * :mod:`._scanner`      the incremental JSON scanner, read lazily.
 * :mod:`._schema`       checking sealed arguments against the request's tool schemas.
-* :mod:`._schema_grammar` a custom tool's ``format``: its input checked at seal (regex, lark, text).
+* :mod:`._schema_grammar` a custom tool's ``format``: its input checked at seal and at the gate,
+  by the engine of its syntax (:mod:`._grammar_regex`: Rust ``regex``; :mod:`._grammar_lark`:
+  llguidance).
 * :mod:`._recover`      opt-in recovery of tool calls a server wrote as text.
 * :mod:`._preview`      display-only previews of arguments still streaming.
 * :mod:`._events`, :mod:`._anomaly`, :mod:`._limits`: the values the core hands out.
@@ -61,7 +63,7 @@ from ._events import (
 from ._limits import Limits
 from ._parse import parse_arguments
 from ._responses import ResponseAccumulator, chat_tool_choice, chat_tools
-from ._schema_grammar import InputFormat, read_format
+from ._schema_grammar import InputFormat, TrustedGrammar, read_format, trust_grammar
 from ._seal import CallChecks, requested_choice, sealed_call
 from ._serialisable import serialisable, valid_unicode
 from ._store import CallStore, StreamMetrics
@@ -99,6 +101,7 @@ __all__ = [
     "ToolCallInvalid",
     "ToolCallReady",
     "ToolCallStarted",
+    "TrustedGrammar",
     "chat_tool_choice",
     "chat_tools",
     "now",
@@ -109,6 +112,7 @@ __all__ = [
     "sealed_call",
     "serialisable",
     "timings_dict",
+    "trust_grammar",
     "valid_unicode",
     "wall_clock",
 ]

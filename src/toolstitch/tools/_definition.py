@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, TypedDict, 
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from ..core import InputFormat, ToolCall, read_format
+from ..core import InputFormat, ToolCall, TrustedGrammar, read_format, trust_grammar
 from ._approval import Deny
 from ._cancel import CancelToken
 from ._process import ISOLATIONS, reference_of
@@ -286,7 +286,7 @@ class _ModelBinder:
 
 class _InputBinder:
     """A custom tool: its input is text (the call's ``parsed`` is the string itself), held to the
-    tool's ``format`` (a regex grammar as a full match; ``core/_schema_grammar.py``), and passed
+    tool's ``format`` (a grammar as a full match, by its engine; ``core/_schema_grammar.py``), and passed
     as the function's one ``str`` parameter."""
 
     def __init__(self, name: str, param: str, fmt: InputFormat) -> None:
@@ -450,8 +450,11 @@ class Tool:
         self.custom = custom
         """A custom tool (``{"type": "custom"}``): the model writes free text, not JSON arguments,
         and the function receives it as its one ``str`` parameter."""
-        self.format = dict(format) if format is not None else None
-        """A custom tool's ``format`` as sent (None: free text)."""
+        self.format: dict[str, Any] | None = None
+        """A custom tool's ``format`` as sent (None: free text); a trusted one stays marked
+        (``trust_grammar``), so the seal sees the mark in the request."""
+        if format is not None:
+            self.format = trust_grammar(format) if isinstance(format, TrustedGrammar) else dict(format)
         eager = opts.eager if opts.eager is not None else (read_only and not confirm)
         self.eager = eager and not custom  # a text input is complete only when its stream is sealed
         self.warm = opts.warm
@@ -690,11 +693,14 @@ class Tool:
 
         ``format`` is the Responses API's ``CustomToolInputFormat``: ``{"type": "text"}`` (or None:
         free text), or ``{"type": "grammar", "syntax": "regex" | "lark", "definition": ...}``. A
-        call's input is checked against a regex grammar (a full match) before ``fn`` runs; a lark
-        grammar is not checked (the call carries the anomaly ``grammar_unchecked``). A custom tool
-        is never dispatched eagerly (its text is complete only when the stream is sealed) and has
-        no strict mode. A format that cannot be read, or a regex that cannot be checked, raises
-        ``ValueError`` here: no call of such a tool could ever run.
+        call's input is checked against the grammar (a full match) before ``fn`` runs: a regex with
+        Rust ``regex`` semantics, a lark grammar with llguidance (``toolstitch[grammars]``). A
+        custom tool is never dispatched eagerly (its text is complete only when the stream is
+        sealed) and has no strict mode. A format that cannot be read, a grammar its engine does not
+        compile, or a lark grammar without llguidance installed raises ``ValueError`` here: no call
+        of such a tool could ever run. A format marked with :func:`~toolstitch.trust_grammar` may
+        be defined without llguidance: its calls then run unchecked, with the anomaly
+        ``grammar_unchecked``.
         """
         opts = _Options.of(options)
         name = opts.name or _function_name(fn)
