@@ -79,7 +79,7 @@ PUBLIC = [
 
 def test_public_surface_is_pinned() -> None:
     assert sorted(ts.__all__) == sorted(PUBLIC)
-    assert len(ts.__all__) <= 43
+    assert len(ts.__all__) <= 44  # 44: trust_grammar (a custom tool's format, marked), issue 47
     for name in ts.__all__:
         assert getattr(ts, name) is not None
 

@@ -304,3 +304,29 @@ def test_a_lone_surrogate_never_matches() -> None:
     assert fmt.check("t", "a\ud800", "", []) is not None
     fmt = read_format(lark("start: /(?s:.*)/"))
     assert fmt.check("t", "a\ud800", "", []) is not None
+
+
+# --------------------------------------------------------------------------- pins (docs/sdk-internals.md)
+
+
+def test_pin_pydantic_core_runs_the_regex_crate() -> None:
+    from pydantic_core import SchemaError, SchemaValidator, core_schema
+
+    def compiled(pattern: str) -> SchemaValidator:
+        return SchemaValidator(core_schema.str_schema(pattern=pattern, regex_engine="rust-regex"))
+
+    for refused in (r"(?=a)a", r"(a)\1", r"(?:a{1000}){1000}"):
+        with pytest.raises(SchemaError):
+            compiled(refused)
+    assert compiled(r"b").isinstance_python("abc")  # a search: toolstitch anchors it
+    assert compiled(r"\A(?:[[:alpha:]]+)\z").isinstance_python("abc")
+
+
+def test_pin_llguidance_names_a_misfit() -> None:
+    engine = _grammar_lark._engine()
+    assert engine is not None
+    llguidance, tokenizer, limits = engine
+    grammar = llguidance.LLMatcher.grammar_from_lark('start: "a"')
+    matcher = llguidance.LLMatcher(tokenizer, grammar, log_level=0, limits=limits)
+    assert not matcher.consume_tokens([ord("b")])
+    assert _grammar_lark._refused(matcher.get_error()) is False

@@ -19,8 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolstitch.core import Limits, ResponseAccumulator
-from toolstitch.core import read_format
+from toolstitch.core import Limits, ResponseAccumulator, read_format
 from toolstitch.errors import (
     ContractViolation,
     LateFragment,
@@ -493,7 +492,9 @@ def test_a_text_format_takes_any_text() -> None:
 
 _ATOMS = st.sampled_from(["a", "b", "[ab]", ".", "(?:ab)", "(?:a|b)", "(a)", "[^a]"])
 _QUANT = st.sampled_from(["", "*", "+", "?", "{0,2}", "{2}", "*?", "{1,}"])
-_PATTERNS = st.lists(st.tuples(_ATOMS, _QUANT), max_size=5).map(lambda parts: "".join(a + q for a, q in parts))
+_PATTERNS = st.lists(st.tuples(_ATOMS, _QUANT), max_size=5).map(
+    lambda parts: "".join(a + q for a, q in parts)
+)
 
 
 @settings(max_examples=300, deadline=None)

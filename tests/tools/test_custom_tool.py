@@ -106,7 +106,9 @@ def test_a_toolbox_takes_a_custom_tools_definition_with_its_function(definition:
 ARITHMETIC = {
     "type": "grammar",
     "syntax": "lark",
-    "definition": 'start: expr\nexpr: term (SP OP SP term)*\nterm: NUMBER\nSP: " "\nOP: "+" | "-"\nNUMBER: /[0-9]+/\n',
+    "definition": (
+        'start: expr\nexpr: term (SP OP SP term)*\nterm: NUMBER\nSP: " "\nOP: "+" | "-"\nNUMBER: /[0-9]+/\n'
+    ),
 }
 
 

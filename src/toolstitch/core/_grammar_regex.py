@@ -10,7 +10,7 @@ so that a fragment that only parses once wrapped (``a)|(b``) is refused as Rust 
 The crate never backtracks: for one pattern a check is linear in the input. Its cost per input
 byte is bounded by the compiled pattern's size, which the crate caps (10 MB: larger patterns are
 refused when compiled), and the worst pattern under that cap costs about 0.4 ms per input byte on
-the machine the bounds were measured on (``benchmarks/custom_regex.py``). So the input a check may
+the machine the bounds were measured on (``benchmarks/custom_grammar.py``). So the input a check may
 read is bounded by the pattern's size: :data:`BASE_INPUT_BYTES` bytes for any pattern, and
 :data:`BASE_INPUT_BYTES` × *k* bytes when *k* copies of the pattern still compile under the cap
 (probed once per pattern and size class, :data:`SIZE_CLASSES`, only when an input needs it). Past
