@@ -146,10 +146,11 @@ class AnomalyCode:
     """A ``function_call`` item appeared only in the final response (never streamed); it was read
     from there, held to the same checks."""
     GRAMMAR_UNCHECKED = "grammar_unchecked"
-    """A custom tool call's input was not checked against the tool's grammar: a ``lark`` grammar
-    (toolstitch has no Lark parser; the call may still be ``ready``), or a ``regex`` one that
-    cannot be checked (it does not compile, uses backreferences or lookaround, or is over a bound:
-    the call was refused)."""
+    """A custom tool call's input was not checked against the tool's grammar: the grammar does not
+    compile (a regex with lookaround or backreferences, as Rust refuses them), a ``lark`` grammar
+    without llguidance installed, or a bound of the engine or of a check's time was reached. The
+    call was refused, unless its format is marked with ``ts.trust_grammar`` (then it is let
+    through, with this anomaly)."""
 
     # A call refused at its seal records one anomaly whose code is its error's ``code``
     # (``toolstitch.errors``): the refusal is on the record with the rest of what the stream did.
