@@ -330,3 +330,19 @@ def test_pin_llguidance_names_a_misfit() -> None:
     matcher = llguidance.LLMatcher(tokenizer, grammar, log_level=0, limits=limits)
     assert not matcher.consume_tokens([ord("b")])
     assert _grammar_lark._refused(matcher.get_error()) is False
+
+
+def test_an_llguidance_that_does_not_load_leaves_lark_calls_unchecked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def broken() -> None:
+        raise OSError("undefined symbol: llg_new_matcher")
+
+    monkeypatch.setattr(_grammar_lark, "_engine", broken)
+    _schema_grammar.compiled_grammar.cache_clear()
+    try:
+        call = responses_call(lark(ARITHMETIC), "1 + 2")
+        assert call.status == "invalid" and "llguidance could not be loaded (OSError" in str(call.error)
+    finally:
+        monkeypatch.undo()
+        _schema_grammar.compiled_grammar.cache_clear()

@@ -80,7 +80,6 @@ def _engine() -> tuple[Any, Any, Any] | None:
         step_lexer_fuel=LIMITS["step_lexer_fuel"],
         max_lexer_states=LIMITS["max_lexer_states"],
         max_grammar_size=LIMITS["max_grammar_size"],
-        verbose_errors=False,
     )
     return llguidance, tokenizer, limits
 
@@ -151,7 +150,10 @@ def _refused(error: Any) -> bool | str:
 
 def compile_lark(definition: str) -> LarkGrammar | str:
     """The grammar compiled by llguidance, or why inputs cannot be checked against it."""
-    engine = _engine()
+    try:
+        engine = _engine()
+    except Exception as exc:  # an installed llguidance that does not load or build: unchecked
+        return f"llguidance could not be loaded ({type(exc).__name__}: {_first_line(str(exc))})"
     if engine is None:
         return MISSING
     llguidance, tokenizer, limits = engine
