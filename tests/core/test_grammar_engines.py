@@ -346,3 +346,14 @@ def test_an_llguidance_that_does_not_load_leaves_lark_calls_unchecked(
     finally:
         monkeypatch.undo()
         _schema_grammar.compiled_grammar.cache_clear()
+
+
+@pytest.mark.parametrize("syntax", ["regex", "lark"])
+def test_a_grammar_holding_a_lone_surrogate_does_not_compile(syntax: str) -> None:
+    definition = "a\ud800" if syntax == "regex" else 'start: "a\ud800"'
+    fmt = {"type": "grammar", "syntax": syntax, "definition": definition}
+    assert "lone surrogate" in str(read_format(fmt).problem)
+    call = responses_call(fmt, "a\ufffd")
+    assert call.status == "invalid" and "grammar_unchecked" in codes(call)
+    with pytest.raises(ValueError, match=r"calc: .*lone surrogate"):
+        Tool.from_custom(_echo, name="calc", format=fmt)

@@ -160,6 +160,10 @@ def compile_lark(definition: str) -> LarkGrammar | str:
         return MISSING
     llguidance, tokenizer, limits = engine
     try:
+        definition.encode("utf-8")
+    except UnicodeEncodeError:
+        return "the lark grammar is not valid Unicode (it holds a lone surrogate)"
+    try:
         grammar = llguidance.LLMatcher.grammar_from_lark(definition)
         error = llguidance.LLMatcher.validate_grammar(grammar, tokenizer, limits=limits)
         if error:

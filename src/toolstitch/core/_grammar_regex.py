@@ -98,6 +98,10 @@ class RegexGrammar:
 def compile_regex(pattern: str) -> RegexGrammar | str:
     """The pattern compiled by the ``regex`` crate and anchored, or why it cannot be checked."""
     try:
+        pattern.encode("utf-8")
+    except UnicodeEncodeError:  # pydantic-core would read it with a replacement character
+        return "the pattern is not valid Unicode (it holds a lone surrogate)"
+    try:
         _validator(pattern)
     except SchemaError as exc:
         return f"the pattern does not compile as a Rust regex: {_reason(exc)}"
