@@ -11,6 +11,7 @@ loopback port, for tests that drive the real ``openai`` client over real HTTP.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
+from toolstitch.core import _grammar_lark, _schema_grammar
 from toolstitch.testing import LocalServer
 
 settings.register_profile(
@@ -112,3 +114,16 @@ def server() -> Iterator[LocalServer]:
     """A fresh local server per test (its scripts and recorded requests start empty)."""
     with LocalServer() as srv:
         yield srv
+
+
+@pytest.fixture
+def without_llguidance(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """llguidance as on a machine without the extra: its import fails, and nothing compiled with it
+    before is reused."""
+    monkeypatch.setitem(sys.modules, "llguidance", None)
+    _grammar_lark._engine.cache_clear()
+    _schema_grammar.compiled_grammar.cache_clear()
+    yield
+    monkeypatch.undo()
+    _grammar_lark._engine.cache_clear()
+    _schema_grammar.compiled_grammar.cache_clear()

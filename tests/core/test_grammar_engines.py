@@ -10,8 +10,6 @@ from __future__ import annotations
 import itertools
 import random
 import re
-import sys
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -110,19 +108,6 @@ def codes(call: ts.ToolCall) -> set[str]:
 def sealed(request: pytest.FixtureRequest) -> Any:
     """A call sealed by either API's reader, with the tool's format."""
     return responses_call if request.param == "responses" else chat_call
-
-
-@pytest.fixture
-def without_llguidance(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """llguidance as on a machine without the extra: its import fails, and nothing compiled with it
-    before is reused."""
-    monkeypatch.setitem(sys.modules, "llguidance", None)
-    _grammar_lark._engine.cache_clear()
-    _schema_grammar.compiled_grammar.cache_clear()
-    yield
-    monkeypatch.undo()
-    _grammar_lark._engine.cache_clear()
-    _schema_grammar.compiled_grammar.cache_clear()
 
 
 # --------------------------------------------------------------------------- lark, by llguidance

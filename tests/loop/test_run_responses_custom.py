@@ -269,28 +269,14 @@ def test_a_lark_tool_runs_a_fitting_input_and_never_one_that_does_not(server: Lo
 
 
 def test_a_trusted_lark_tool_without_llguidance_runs_unchecked(
-    server: LocalServer, monkeypatch: pytest.MonkeyPatch
+    server: LocalServer, without_llguidance: None
 ) -> None:
-    import sys
-
-    from toolstitch.core import _grammar_lark, _schema_grammar
-
-    monkeypatch.setitem(sys.modules, "llguidance", None)
-    _grammar_lark._engine.cache_clear()
-    _schema_grammar.compiled_grammar.cache_clear()
-    try:
-        with pytest.raises(ValueError, match=r"toolstitch\[grammars\]"):
-            ts.Tool.from_custom(_select, name="select", format=ONE_SELECT)
-        trusted = ts.Tool.from_custom(_select, name="select", format=ts.trust_grammar(ONE_SELECT))
-        model(server, custom_turn(("call_1", "select", "anything")), response_events(text="Done."))
-        result = ts.run(
-            server.client(), model="m", input="Rows?", toolbox=Toolbox([trusted]), api="responses"
-        )
-        assert ran == [("select", "anything")]
-        (call,) = result.steps[0].calls
-        assert "grammar_unchecked" in {a.code for a in call.anomalies}
-        assert server.requests[0]["tools"][0]["format"] == ONE_SELECT  # the mark is not sent
-    finally:
-        monkeypatch.undo()
-        _grammar_lark._engine.cache_clear()
-        _schema_grammar.compiled_grammar.cache_clear()
+    with pytest.raises(ValueError, match=r"toolstitch\[grammars\]"):
+        ts.Tool.from_custom(_select, name="select", format=ONE_SELECT)
+    trusted = ts.Tool.from_custom(_select, name="select", format=ts.trust_grammar(ONE_SELECT))
+    model(server, custom_turn(("call_1", "select", "anything")), response_events(text="Done."))
+    result = ts.run(server.client(), model="m", input="Rows?", toolbox=Toolbox([trusted]), api="responses")
+    assert ran == [("select", "anything")]
+    (call,) = result.steps[0].calls
+    assert "grammar_unchecked" in {a.code for a in call.anomalies}
+    assert server.requests[0]["tools"][0]["format"] == ONE_SELECT  # the mark is not sent
