@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import openai
 
@@ -25,6 +25,9 @@ from ..recording import clip, wrap_text
 from ._demo import FUNCTIONS, QUESTION, REMOTE_MODEL, SYSTEM, TOOLS
 from ._demo_model import LOCAL_MODEL
 from ._output import TextSink
+
+if TYPE_CHECKING:
+    from openai.types.responses import ResponseInputItemParam
 
 __all__ = [
     "FLAT_TOOLS",
@@ -97,7 +100,7 @@ def local_responses_model(delay: float = 0.004, *, drop: bool = False) -> Callab
     return handle
 
 
-def _output(call: Any) -> dict[str, Any]:
+def _output(call: Any) -> ResponseInputItemParam:
     if not call.ready:
         return function_call_output(call, error=call_error_text(call))
     function = FUNCTIONS.get(call.name or "")

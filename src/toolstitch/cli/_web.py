@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from types import TracebackType
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..core import (
     ArgumentsDelta,
@@ -54,6 +54,10 @@ from ..tools import Toolbox, tool
 from ._demo import FUNCTIONS, QUESTION, SYSTEM, TOOLS
 from ._demo_model import LOCAL_MODEL, local_model
 from ._demo_responses import local_responses_model
+
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletionMessageParam
+    from openai.types.responses import ResponseInputItemParam
 
 __all__ = ["PAGE", "WebDemo", "conversation", "demo_toolbox", "page_events", "page_html", "ui_event"]
 
@@ -156,13 +160,18 @@ def conversation(client: Any, model: str, api: Api = "chat") -> Generator[dict[s
     """The demo conversation as the page's events, pulled from :func:`toolstitch.run_events`: each
     step's stream as it arrives, each call run (a read-only one eagerly), its result once it is
     ready, the answer. ``api="responses"``: over the Responses API (the same events)."""
-    messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": QUESTION}]
     box = demo_toolbox()
     if api == "responses":
-        run = run_events(
-            client, model=model, input=messages, toolbox=box, max_steps=MAX_STEPS, api="responses"
-        )
+        items: list[ResponseInputItemParam] = [
+            {"role": "system", "content": SYSTEM},
+            {"role": "user", "content": QUESTION},
+        ]
+        run = run_events(client, model=model, input=items, toolbox=box, max_steps=MAX_STEPS, api="responses")
     else:
+        messages: list[ChatCompletionMessageParam] = [
+            {"role": "system", "content": SYSTEM},
+            {"role": "user", "content": QUESTION},
+        ]
         run = run_events(client, model=model, messages=messages, toolbox=box, max_steps=MAX_STEPS)
     try:
         for event in run:

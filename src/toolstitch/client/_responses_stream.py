@@ -64,9 +64,14 @@ from ._resume import (
 from ._stream import AsyncStitchedStream, StitchedStream
 
 if TYPE_CHECKING:
-    from openai.types.responses import Response
+    from openai.types.responses import Response, ResponseStreamEvent
 
     from ._wrap import _Options
+
+if not TYPE_CHECKING:
+    # What the streams yield, for type checkers; at run time a subscript only (openai releases
+    # before 1.66 have no Responses types, and the floor is older).
+    ResponseStreamEvent = Any
 
 __all__ = [
     "AsyncStitchedResponseStream",
@@ -79,7 +84,7 @@ __all__ = [
 ]
 
 
-class StitchedResponseStream(StitchedStream):
+class StitchedResponseStream(StitchedStream[ResponseStreamEvent]):
     """Yields the SDK's Responses stream events unchanged while merging function calls.
 
     An ``openai.Stream``: iterate it for the SDK's ``ResponseStreamEvent`` objects, or iterate
@@ -137,7 +142,7 @@ class StitchedResponseStream(StitchedStream):
         raise TypeError("a Responses API stream builds a Response: call get_final_response()")
 
 
-class AsyncStitchedResponseStream(AsyncStitchedStream):
+class AsyncStitchedResponseStream(AsyncStitchedStream[ResponseStreamEvent]):
     """The async twin of :class:`StitchedResponseStream`; ``await stream.get_final_response()``."""
 
     accumulator: ResponseAccumulator
@@ -211,7 +216,7 @@ def stitched_responses(
     if isinstance(sdk_result, StitchedResponseStream | AsyncStitchedResponseStream):
         return sdk_result
     inner = proxied_stream(sdk_result)
-    cls: type[StitchedStream] | type[AsyncStitchedStream]
+    cls: type[StitchedResponseStream] | type[AsyncStitchedResponseStream]
     if isinstance(inner, openai.AsyncStream):
         cls = AsyncStitchedResponseStream
     elif isinstance(inner, openai.Stream):

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterable, Iterable, Mapping
-from typing import Any, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from pydantic import BaseModel
 
@@ -40,35 +40,39 @@ from ._stream import AsyncStitchedStream, StitchedStream
 __all__ = ["stitch"]
 
 
+if TYPE_CHECKING:
+    from typing_extensions import TypedDict, Unpack
+
+    class StitchOptions(TypedDict, total=False):
+        """``stitch``'s keyword options but ``api``, written once for its four overloads."""
+
+        tools: Iterable[Any] | None
+        tool_choice: Any
+        parallel_tool_calls: bool | None
+        function_call: Any
+        limits: Limits | None
+        empty_arguments: Literal["invalid", "object"]
+        recover_text_tool_calls: bool
+        decode: Decode | None
+        guard: bool
+
+
+# api="responses" first: its overloads need the keyword, and yield the SDK's Responses events.
 @overload
 def stitch(
-    chunks: AsyncIterable[Any],
-    *,
-    tools: Iterable[Any] | None = None,
-    tool_choice: Any = None,
-    parallel_tool_calls: bool | None = None,
-    function_call: Any = None,
-    limits: Limits | None = None,
-    empty_arguments: Literal["invalid", "object"] = "invalid",
-    recover_text_tool_calls: bool = False,
-    decode: Decode | None = None,
-    guard: bool = False,
-    api: Literal["chat", "responses"] = "chat",
+    chunks: AsyncIterable[Any], *, api: Literal["responses"], **options: Unpack[StitchOptions]
+) -> AsyncStitchedResponseStream: ...
+@overload
+def stitch(
+    chunks: Iterable[Any], *, api: Literal["responses"], **options: Unpack[StitchOptions]
+) -> StitchedResponseStream: ...
+@overload
+def stitch(
+    chunks: AsyncIterable[Any], *, api: Literal["chat"] = "chat", **options: Unpack[StitchOptions]
 ) -> AsyncStitchedStream: ...
 @overload
 def stitch(
-    chunks: Iterable[Any],
-    *,
-    tools: Iterable[Any] | None = None,
-    tool_choice: Any = None,
-    parallel_tool_calls: bool | None = None,
-    function_call: Any = None,
-    limits: Limits | None = None,
-    empty_arguments: Literal["invalid", "object"] = "invalid",
-    recover_text_tool_calls: bool = False,
-    decode: Decode | None = None,
-    guard: bool = False,
-    api: Literal["chat", "responses"] = "chat",
+    chunks: Iterable[Any], *, api: Literal["chat"] = "chat", **options: Unpack[StitchOptions]
 ) -> StitchedStream: ...
 
 
@@ -85,7 +89,7 @@ def stitch(
     decode: Decode | None = None,
     guard: bool = False,
     api: Literal["chat", "responses"] = "chat",
-) -> StitchedStream | AsyncStitchedStream:
+) -> StitchedStream | AsyncStitchedStream | StitchedResponseStream | AsyncStitchedResponseStream:
     """Stitch any iterable (or async iterable) of chunks into a :class:`StitchedStream`
     (:class:`AsyncStitchedStream`), the stream object ``wrap`` returns.
 
@@ -157,7 +161,7 @@ def _responses(
     limits: Limits | None,
     empty_arguments: Literal["invalid", "object"],
     guard: bool,
-) -> StitchedStream | AsyncStitchedStream:
+) -> StitchedResponseStream | AsyncStitchedResponseStream:
     """``stitch(events, api="responses")``: the Responses reader over any (async) iterable."""
     started = now()
     contract = given_responses_contract(tools, tool_choice, parallel_tool_calls)

@@ -40,12 +40,16 @@ from typing import IO, Any, Protocol
 
 import openai
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
-from typing_extensions import Self
+from typing_extensions import Self, TypeVar
 
 from ..core import Accumulator, Anomaly, CallStore, Event, ToolCall
 from ..errors import UnsafeToolCallError
 from ..recording import Recorder, Redact
 from ._transport import as_sdk_error
+
+_ChunkT = TypeVar("_ChunkT", default=ChatCompletionChunk)
+"""What iterating a stitched stream yields: a chat stream's ``ChatCompletionChunk`` (the default,
+so a bare ``StitchedStream`` is one), a Responses stream's ``ResponseStreamEvent``."""
 
 __all__ = ["AsyncStitchedStream", "StitchedStream", "StreamRecorder"]
 
@@ -215,16 +219,16 @@ class _Base:
         return self.accumulator.anomalies
 
 
-class StitchedStream(_Base, openai.Stream[ChatCompletionChunk]):
+class StitchedStream(_Base, openai.Stream[_ChunkT]):
     """Yields the SDK's ``ChatCompletionChunk`` objects unchanged while merging tool calls.
 
     An ``openai.Stream[ChatCompletionChunk]``. Iterate it for chunks, or iterate
     :meth:`events` for toolstitch events; not both at once (they share one pass over the source).
     """
 
-    _iterator: Generator[ChatCompletionChunk, None, None]
+    _iterator: Generator[_ChunkT, None, None]
 
-    def _iterate(self) -> Generator[ChatCompletionChunk, None, None]:
+    def _iterate(self) -> Generator[_ChunkT, None, None]:
         # The twins differ only in ``for``; what happens to a chunk is ``_take``, shared.
         refused = None
         try:
@@ -257,10 +261,10 @@ class StitchedStream(_Base, openai.Stream[ChatCompletionChunk]):
             if refused is not None:
                 raise refused
 
-    def __iter__(self) -> Iterator[ChatCompletionChunk]:
+    def __iter__(self) -> Iterator[_ChunkT]:
         return self._iterator
 
-    def __next__(self) -> ChatCompletionChunk:
+    def __next__(self) -> _ChunkT:
         return next(self._iterator)
 
     def events(self) -> Iterator[Event]:
@@ -328,12 +332,12 @@ class StitchedStream(_Base, openai.Stream[ChatCompletionChunk]):
         return accumulator.get_final_completion()
 
 
-class AsyncStitchedStream(_Base, openai.AsyncStream[ChatCompletionChunk]):
+class AsyncStitchedStream(_Base, openai.AsyncStream[_ChunkT]):
     """The async twin of :class:`StitchedStream`; an ``openai.AsyncStream[ChatCompletionChunk]``."""
 
-    _iterator: AsyncGenerator[ChatCompletionChunk, None]
+    _iterator: AsyncGenerator[_ChunkT, None]
 
-    async def _iterate(self) -> AsyncGenerator[ChatCompletionChunk, None]:
+    async def _iterate(self) -> AsyncGenerator[_ChunkT, None]:
         # The twins differ only in ``async for``; what happens to a chunk is ``_take``, shared.
         refused = None
         try:
@@ -364,12 +368,12 @@ class AsyncStitchedStream(_Base, openai.AsyncStream[ChatCompletionChunk]):
             if refused is not None:
                 raise refused
 
-    def __aiter__(self) -> AsyncIterator[ChatCompletionChunk]:
+    def __aiter__(self) -> AsyncIterator[_ChunkT]:
         # openai.AsyncStream declares ``async def __aiter__`` (an async generator); the iterator
         # itself is the same thing without a second generator around it.
         return self._iterator
 
-    async def __anext__(self) -> ChatCompletionChunk:
+    async def __anext__(self) -> _ChunkT:
         return await self._iterator.__anext__()
 
     async def events(self) -> AsyncIterator[Event]:

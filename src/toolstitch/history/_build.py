@@ -10,13 +10,20 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Iterable, Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import pydantic
 
 from ..errors import CallNotReadyError, ChoiceNotFoundError, UnusableMessageError
 from ._common import _MISSING, Message, _plain, _tool_dict
 from ._dialects import Dialect, get_dialect
+
+if TYPE_CHECKING:
+    # What the builders return, for type checkers: the SDK's own param types, so their messages go
+    # into a ``list[ChatCompletionMessageParam]`` as the SDK's own would. At run time they are
+    # plain dicts (``Message``); a dialect may add its server's keys, which a TypedDict allows.
+    from openai.types.chat import ChatCompletionAssistantMessageParam as AssistantMessage
+    from openai.types.chat import ChatCompletionToolMessageParam as ToolMessage
 
 #: Fields of the SDK's ``ChatCompletionMessage``; anything else on a message came from a provider.
 _SDK_MESSAGE_FIELDS = frozenset(
@@ -114,7 +121,7 @@ def _call_order(position_call: tuple[int, Any]) -> int:
     return index if isinstance(index, int) and not isinstance(index, bool) else position
 
 
-def assistant_message(source: Any, *, choice: int = 0, dialect: str | Dialect = "openai") -> Message:
+def assistant_message(source: Any, *, choice: int = 0, dialect: str | Dialect = "openai") -> AssistantMessage:
     """The assistant turn to append to the history, as a ``ChatCompletionAssistantMessageParam``.
 
     ``source`` is a ``ChatCompletion``, a ``ChatCompletionMessage``, a stream (anything with
@@ -164,7 +171,7 @@ def assistant_message(source: Any, *, choice: int = 0, dialect: str | Dialect = 
         out["tool_calls"] = calls
     if d.keep_provider_fields:
         out.update(_provider_fields(data, _SDK_MESSAGE_FIELDS))
-    return out
+    return cast("AssistantMessage", out)
 
 
 def _call_facts(call: Any) -> tuple[Any, str | None, str | None, BaseException | None]:
@@ -252,7 +259,7 @@ def tool_message(
     *,
     error: str | BaseException | None = None,
     dialect: str | Dialect = "openai",
-) -> Message:
+) -> ToolMessage:
     """The tool message answering ``call``, as a ``ChatCompletionToolMessageParam``.
 
     ``call`` is a :class:`~toolstitch.ToolCall`, an SDK tool call, or a tool-call dict.
@@ -284,10 +291,10 @@ def tool_message(
             status=str(status),
         )
     content = _error_text(error, call) if error is not None else _result_text(result)
-    return _tool_dict(d.normalize_id(call_id), content, name, d)
+    return cast("ToolMessage", _tool_dict(d.normalize_id(call_id), content, name, d))
 
 
-def result_message(result: Any, dialect: str | Dialect = "openai") -> Message:
+def result_message(result: Any, dialect: str | Dialect = "openai") -> ToolMessage:
     """The tool message for an executed result (a ``ToolResult`` of ``Toolbox.execute``, or anything
     with ``.call``, ``.ok`` and ``.content``), read from those fields as calls are read, so that
     history never calls back into the tools layer. ``content`` is the value's text when ``ok``,
@@ -309,7 +316,7 @@ def _is_result(item: Any) -> bool:
 
 def tool_messages(
     items: Iterable[tuple[ToolCallLike | Any, Any] | Any], *, dialect: str | Dialect = "openai"
-) -> list[Message]:
+) -> list[ToolMessage]:
     """One tool message per item: a ``(call, result)`` pair, or a result of ``Toolbox.execute``
     (anything with ``.call``, ``.ok`` and ``.content``: see :func:`result_message`; an object with
     ``.call`` and its own ``.to_message(dialect)`` still works). An exception as a result (as
@@ -322,7 +329,7 @@ def tool_messages(
     entries = [(_call_of(item), item) for item in items]
     if entries and all(isinstance(getattr(c, "index", None), int) for c, _ in entries):
         entries.sort(key=lambda e: tuple(getattr(e[0], k, 0) for k in ("choice", "index", "slot")))
-    out: list[Message] = []
+    out: list[ToolMessage] = []
     for call, item in entries:
         if isinstance(item, tuple):
             out.append(tool_message(call, item[1], dialect=dialect))

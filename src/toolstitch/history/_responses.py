@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pydantic
 
@@ -34,6 +34,11 @@ from ._build import ToolCallLike, _call_facts, _error_text, _is_result, _result_
 from ._common import _MISSING, _plain
 from ._dialects import Dialect, get_dialect
 from ._validate import HistoryProblem
+
+if TYPE_CHECKING:
+    # What the builders return, for type checkers: the SDK's input item type, so their items go
+    # into a ``ResponseInputParam`` as the SDK's own would. At run time they are plain dicts.
+    from openai.types.responses import ResponseInputItemParam as InputItem
 
 __all__ = [
     "function_call_output",
@@ -66,7 +71,7 @@ def _dump(item: Any) -> Any:
     return _plain(item)
 
 
-def response_items(source: Any, *, reasoning: bool = True) -> list[Item]:
+def response_items(source: Any, *, reasoning: bool = True) -> list[InputItem]:
     """The output items of a response, as input items for the next request.
 
     ``source`` is a ``Response``, a stitched Responses stream (its ``get_final_response()``), a
@@ -102,7 +107,7 @@ def response_items(source: Any, *, reasoning: bool = True) -> list[Item]:
     if not reasoning:
         kept = _reasoning_with_calls(items)
         items = [i for k, i in enumerate(items) if i.get("type") != "reasoning" or k in kept]
-    return items
+    return cast("list[InputItem]", items)
 
 
 def _reasoning_with_calls(items: list[Item]) -> set[int]:
@@ -122,7 +127,7 @@ def _reasoning_with_calls(items: list[Item]) -> set[int]:
 
 def function_call_output(
     call: ToolCallLike | Any, result: Any = _MISSING, *, error: str | BaseException | None = None
-) -> Item:
+) -> InputItem:
     """The ``function_call_output`` item answering ``call`` (a :class:`~toolstitch.ToolCall`, a
     ``function_call`` item of a response, or a dict with ``call_id``). A custom tool's call (a
     ``ToolCall`` whose ``type`` is ``"custom"``, or a ``custom_tool_call`` item) is answered with a
@@ -152,7 +157,7 @@ def function_call_output(
         )
     output = _error_text(error, call) if error is not None else _result_text(result)
     kind = "custom_tool_call_output" if _is_custom(call) else "function_call_output"
-    return {"type": kind, "call_id": valid_unicode(call_id), "output": output}
+    return cast("InputItem", {"type": kind, "call_id": valid_unicode(call_id), "output": output})
 
 
 def _is_custom(call: Any) -> bool:
@@ -174,7 +179,7 @@ def _facts(call: Any) -> tuple[Any, str | None, str | None, BaseException | None
     return _call_facts(call)
 
 
-def function_call_outputs(items: Iterable[tuple[ToolCallLike | Any, Any] | Any]) -> list[Item]:
+def function_call_outputs(items: Iterable[tuple[ToolCallLike | Any, Any] | Any]) -> list[InputItem]:
     """One ``function_call_output`` per item: a ``(call, result)`` pair, or an executed result of
     ``Toolbox.execute`` (anything with ``.call``, ``.ok`` and ``.content``). In the calls' output
     order when every call carries an ``index`` (toolstitch ``ToolCall``), else as given."""
@@ -193,7 +198,7 @@ def function_call_outputs(items: Iterable[tuple[ToolCallLike | Any, Any] | Any])
             )
     if entries and all(isinstance(getattr(c, "index", None), int) for c, _ in entries):
         entries.sort(key=lambda e: tuple(getattr(e[0], k, 0) for k in ("choice", "index", "slot")))
-    out: list[Item] = []
+    out: list[InputItem] = []
     for call, item in entries:
         if isinstance(item, tuple):
             out.append(function_call_output(call, item[1]))
@@ -265,7 +270,7 @@ def _previous_items(previous: Any) -> list[Item]:
     if previous is None:
         return []
     try:
-        return response_items(previous)
+        return cast("list[Item]", response_items(previous))
     except TypeError:
         return []
 

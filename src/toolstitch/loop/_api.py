@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import openai
 from openai import AsyncOpenAI, OpenAI
@@ -134,7 +134,7 @@ class ChatAPI(LoopAPI):
     def adopt(
         self, loop: _Loop, completion: Any, calls: Sequence[ToolCall]
     ) -> tuple[dict[str, Any], list[str]]:
-        message = assistant_message(completion, dialect=loop.dialect)
+        message = cast("dict[str, Any]", assistant_message(completion, dialect=loop.dialect))
         keys = loop.adopt_message(message, calls)
         loop.history.append(message)
         return message, keys
@@ -204,7 +204,7 @@ class ResponsesAPI(LoopAPI):
     def adopt(
         self, loop: _Loop, completion: Any, calls: Sequence[ToolCall]
     ) -> tuple[dict[str, Any], list[str]]:
-        items = response_items(completion)
+        items = cast("list[dict[str, Any]]", response_items(completion))
         keys = loop.adopt_items(items, calls)
         loop.history.extend(items)
         return {"items": items}, keys

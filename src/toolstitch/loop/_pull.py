@@ -39,11 +39,17 @@ import threading
 from collections import deque
 from collections.abc import AsyncGenerator, Generator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, overload
 
 from ._results import RequestRetried, ResponseReceived, RunEvent, RunResult, StepFinished, StepStarted
 from ._run import arun, run
 from ._stream_event import StreamEvent
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI, OpenAI
+    from typing_extensions import Unpack
+
+    from ._options import ChatEventsOptions, ResponsesEventsOptions
 
 __all__ = ["RunFinished", "arun_events", "run_events"]
 
@@ -116,6 +122,16 @@ class _Handoff:
             self.cond.notify_all()
 
 
+@overload
+def run_events(
+    client: OpenAI, **options: Unpack[ChatEventsOptions]
+) -> Generator[RunEvent | RunFinished, None, None]: ...
+@overload
+def run_events(
+    client: OpenAI, **options: Unpack[ResponsesEventsOptions]
+) -> Generator[RunEvent | RunFinished, None, None]: ...
+
+
 def run_events(client: Any, **options: Any) -> Generator[RunEvent | RunFinished, None, None]:
     """Run the tool loop (``run``'s keyword arguments, but not ``on_event``) and yield its events
     as they happen, then :class:`RunFinished`. See the module documentation for stopping early."""
@@ -180,6 +196,16 @@ class _AsyncHandoff:
             return await self.items.get()
         finally:
             self.asking.clear()
+
+
+@overload
+def arun_events(
+    client: AsyncOpenAI, **options: Unpack[ChatEventsOptions]
+) -> AsyncGenerator[RunEvent | RunFinished, None]: ...
+@overload
+def arun_events(
+    client: AsyncOpenAI, **options: Unpack[ResponsesEventsOptions]
+) -> AsyncGenerator[RunEvent | RunFinished, None]: ...
 
 
 async def arun_events(client: Any, **options: Any) -> AsyncGenerator[RunEvent | RunFinished, None]:

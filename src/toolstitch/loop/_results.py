@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from openai.types.chat import ChatCompletion
 
@@ -14,6 +14,12 @@ from ..core import Anomaly, ToolCall
 from ..tools import ToolResult, call_event
 from ._stream_event import StreamEvent
 from ._timeline import Timeline
+
+if TYPE_CHECKING:
+    # The history's types for type checkers: plain JSON dicts at run time (the SDK's param types
+    # are TypedDicts), so ``messages=result.messages`` type-checks as the SDK's own messages would.
+    from openai.types.chat import ChatCompletionMessageParam
+    from openai.types.responses import ResponseInputItemParam
 
 __all__ = [
     "CallAwaitingApproval",
@@ -112,7 +118,7 @@ class RunResult:
                      them unanswered (so it is not a history to send as it is).
     """
 
-    messages: list[Any]
+    messages: list[ChatCompletionMessageParam]
     completion: ChatCompletion | None
     steps: list[Step]
     stop_reason: StopReason
@@ -133,10 +139,10 @@ class RunResult:
         return [r for s in self.steps for r in s.results]
 
     @property
-    def input(self) -> list[Any]:
+    def input(self) -> list[ResponseInputItemParam]:
         """The history as the Responses API's ``input`` (``api="responses"``): the items to store
-        and send again. The same list as ``messages``."""
-        return self.messages
+        and send again. The same list as ``messages``, typed as the Responses API's items."""
+        return cast("list[ResponseInputItemParam]", self.messages)
 
     @property
     def output_text(self) -> str | None:

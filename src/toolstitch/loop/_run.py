@@ -66,11 +66,12 @@ import logging
 import sys
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, overload
 
 import tenacity
+from openai import AsyncOpenAI, OpenAI
 from openai.types.chat import ChatCompletion
 
 from ..client import WrappedClient, aresume, calls_of, resume
@@ -146,6 +147,11 @@ from ._retry import Backoff, RetryPolicy, is_retryable
 from ._stream_event import StreamEvent
 from ._timeline import build_timeline, stage_events
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from ._options import ChatRunOptions, ResponsesRunOptions
+
 __all__ = ["arun", "run"]
 
 logger = logging.getLogger("toolstitch")
@@ -183,6 +189,8 @@ class _RunOptions:
     def of(cls, arguments: Mapping[str, Any]) -> _RunOptions:
         """From ``run``'s arguments (``locals()`` at its top, or ``bound(run, ...)``)."""
         fields = {k: v for k, v in arguments.items() if k in cls.__dataclass_fields__}
+        if fields.get("model") is None:  # optional in the SDK's Responses parameters, not here
+            raise TypeError("run() needs model=: the loop names the model in every request")
         return cls(**{**fields, "create_kwargs": dict(arguments.get("create_kwargs") or {})})
 
 
@@ -945,12 +953,18 @@ class _Parsed:
 # ----------------------------------------------------------------------------- run and arun
 
 
+@overload
+def run(client: OpenAI, **options: Unpack[ChatRunOptions]) -> RunResult: ...
+@overload
+def run(client: OpenAI, **options: Unpack[ResponsesRunOptions]) -> RunResult: ...
+
+
 def run(
     client: Any,
     *,
-    model: str,
-    messages: Sequence[Any] | None = None,
-    toolbox: Toolbox,
+    model: str | None = None,
+    messages: Iterable[Any] | None = None,
+    toolbox: Toolbox | Sequence[Any],
     max_steps: int = 8,
     ledger: ClaimLedger | None = None,
     retry: RetryPolicy | None = None,
@@ -1005,7 +1019,12 @@ def run(
     return _drive(_run_flow(loop, wrapped, options.model), loop)
 
 
-@async_twin_of(run)
+@overload
+async def arun(client: AsyncOpenAI, **options: Unpack[ChatRunOptions]) -> RunResult: ...
+@overload
+async def arun(client: AsyncOpenAI, **options: Unpack[ResponsesRunOptions]) -> RunResult: ...
+
+
 async def arun(client: Any, **options: Any) -> RunResult:
     """The async twin of :func:`run` (``openai.AsyncOpenAI``), with the same keyword arguments.
     Cancelling it closes the stream and cancels running async tools."""
@@ -1014,6 +1033,10 @@ async def arun(client: Any, **options: Any) -> RunResult:
     loop = _Loop(opts)
     loop.over(wrapped)
     return await _adrive(_run_flow(loop, wrapped, opts.model), loop)
+
+
+# help(arun) shows run's keywords (the overloads above are what a type checker reads).
+async_twin_of(run)(arun)
 
 
 # ----------------------------------------------------------------------------- the flow and its drivers

@@ -24,10 +24,11 @@ import re
 import typing
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, TypedDict, overload
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeAlias, TypedDict, overload
 
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from typing_extensions import ParamSpec, TypeVar
 
 from ..core import InputFormat, ToolCall, TrustedGrammar, read_format, trust_grammar
 from ._approval import Deny
@@ -35,6 +36,11 @@ from ._cancel import CancelToken
 from ._process import ISOLATIONS, reference_of
 from ._runtime import is_async_callable
 from ._strict import clean_schema, is_strict_schema, strict_schema
+
+_P = ParamSpec("_P", default=...)
+_R = TypeVar("_R", default=Any)
+"""A tool's function's parameters and return type: ``@ts.tool`` keeps the function's signature,
+so calling the tool directly type-checks as calling the function would. A bare ``Tool`` is any."""
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -397,7 +403,7 @@ class _Options:
         return self.description if self.description is not None else summary
 
 
-class Tool:
+class Tool(Generic[_P, _R]):
     """A function the model may call, with its schema, its checks and how it runs.
 
     Made by :func:`tool` (from a Python function) or :meth:`Tool.from_schema` (from a raw JSON
@@ -419,7 +425,7 @@ class Tool:
 
     def __init__(
         self,
-        fn: Callable[..., Any],
+        fn: Callable[_P, _R],
         *,
         name: str,
         description: str,
@@ -438,7 +444,7 @@ class Tool:
             )
         opts = options if options is not None else _Options()
         read_only, confirm = opts.read_only, opts.confirm
-        self.fn = fn
+        self.fn: Callable[_P, _R] = fn
         self.name = name
         self.description = description
         self.parameters = parameters
@@ -477,7 +483,7 @@ class Tool:
         flags = [f for f in ("custom", "read_only", "confirm", "strict") if getattr(self, f)]
         return f"Tool({self.name!r}{''.join(', ' + f for f in flags)})"
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: _P.args, **kwargs: _P.kwargs) -> _R:
         return self.fn(*args, **kwargs)
 
     def definition(self) -> dict[str, Any]:
@@ -854,7 +860,7 @@ def _split_call_param(fn: Callable[..., Any]) -> tuple[str | None, list[str]]:
 
 
 @overload
-def tool(fn: Callable[..., Any], /) -> Tool: ...
+def tool(fn: Callable[_P, _R], /) -> Tool[_P, _R]: ...
 
 
 # The overload and the implementation below repeat the options on purpose: a type checker needs
@@ -877,7 +883,7 @@ def tool(
     isolation: Isolation | None = None,
     custom: bool = False,
     format: Mapping[str, Any] | None = None,
-) -> Callable[[Callable[..., Any]], Tool]: ...
+) -> Callable[[Callable[_P, _R]], Tool[_P, _R]]: ...
 
 
 def tool(

@@ -7,10 +7,13 @@ without the machinery that produces it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..core import ToolCall, timings_dict
 from ..history import Dialect, result_message
+
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletionToolMessageParam
 
 __all__ = ["CallTimings", "ResultStatus", "ToolResult"]
 
@@ -101,7 +104,7 @@ class ToolResult:
         """The tool name the model called."""
         return self.call.name
 
-    def to_message(self, dialect: str | Dialect = "openai") -> dict[str, Any]:
+    def to_message(self, dialect: str | Dialect = "openai") -> ChatCompletionToolMessageParam:
         """The tool message answering the call (``ChatCompletionToolMessageParam``), shaped for
         ``dialect`` like ``ts.tool_message`` does: ``toolstitch.history.result_message(self)``."""
         return result_message(self, dialect)
