@@ -2,11 +2,11 @@
 ``mypy --strict`` and pyright, and toolstitch's own API is typed as the SDK is (docs/design.md).
 
 The user code lives in tests/typecheck/:
-- ``sdk_code.py`` is written against the plain SDK; it is checked as it is and with its client lines
+- ``tests/typecheck/sdk_code.py`` is written against the plain SDK; it is checked as it is and with its client lines
   (``# CLIENT``) wrapped in ``ts.wrap(...)``;
-- ``toolstitch_code.py`` uses toolstitch's API with the SDK's types, and is also run here against
+- ``tests/typecheck/toolstitch_code.py`` uses toolstitch's API with the SDK's types, and is also run here against
   the local server, so it is real code;
-- ``mistakes.py`` holds mistakes each checker must report, on exactly the lines marked ``# error``.
+- ``tests/typecheck/mistakes.py`` holds mistakes each checker must report, on exactly the lines marked ``# error``.
 
 Both checkers run on the installed openai release (the newest in CI) and the installed toolstitch.
 """
@@ -36,7 +36,7 @@ ERROR_MARK = "# error"
 
 
 def _wrapped_copy(source: Path, target: Path) -> Path:
-    """``sdk_code.py`` with each ``# CLIENT`` line's client under ``ts.wrap(...)``."""
+    """``tests/typecheck/sdk_code.py`` with each ``# CLIENT`` line's client under ``ts.wrap(...)``."""
     lines = source.read_text().splitlines()
     out: list[str] = []
     wrapped = 0
@@ -48,7 +48,7 @@ def _wrapped_copy(source: Path, target: Path) -> Path:
         out.append(line)
         if line == "import openai":
             out.append("import toolstitch as ts")
-    assert wrapped == 2, "sdk_code.py has a sync and an async client line marked # CLIENT"
+    assert wrapped == 2, "tests/typecheck/sdk_code.py has a sync and an async client line marked # CLIENT"
     target.write_text("\n".join(out) + "\n")
     return target
 
