@@ -468,8 +468,7 @@ def test_recording_names_sort_in_start_order_across_threads_and_processes(tmp_pa
     assert sorted(taken) == taken and len(set(taken)) == len(taken) == 1600
 
     code = (
-        "import sys; from toolstitch.recording import recording_path; "
-        "print(recording_path(sys.argv[1]).name)"
+        "import sys; from toolstitch.recording import recording_path; print(recording_path(sys.argv[1]).name)"
     )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
     before = recording_path(tmp_path).name
