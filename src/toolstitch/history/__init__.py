@@ -59,6 +59,7 @@ from ._responses import function_call_output, function_call_outputs, response_it
 from ._validate import (
     HistoryProblem,
     ensure_valid_history,
+    schema_error,
     validate_history,
     validate_request,
 )
@@ -79,6 +80,7 @@ __all__ = [
     "repair_history",
     "response_items",
     "result_message",
+    "schema_error",
     "tool_message",
     "tool_messages",
     "validate_history",
