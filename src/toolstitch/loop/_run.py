@@ -64,6 +64,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
@@ -163,7 +164,7 @@ class _RunOptions:
 
     model: str
     messages: Sequence[Any] | None
-    toolbox: Toolbox
+    toolbox: Toolbox | Sequence[Any]  # a list or tuple of tools is made a Toolbox (``_toolbox_of``)
     max_steps: int
     ledger: ClaimLedger | None
     retry: RetryPolicy | None
@@ -186,11 +187,30 @@ class _RunOptions:
         return cls(**{**fields, "create_kwargs": dict(arguments.get("create_kwargs") or {})})
 
 
+def _toolbox_of(value: Any) -> tuple[Toolbox, bool]:
+    """``toolbox=`` as a :class:`Toolbox`, and whether the run made it. A list or tuple of tools
+    (functions, ``ts.tool`` objects, ``(definition, fn)`` pairs) is made one as ``ts.Toolbox([...])``
+    makes it (the run closes it when it ends: nobody else holds it); anything else is a
+    ``TypeError`` that says what to pass, before anything is sent."""
+    if isinstance(value, Toolbox):
+        return value, False
+    if isinstance(value, list | tuple):
+        return Toolbox(value), True
+    name = getattr(value, "name", None) or getattr(value, "__name__", None)
+    one = f"[{name}]" if callable(value) and isinstance(name, str) else "[fn, ...]"
+    raise TypeError(
+        f"toolbox= takes a ts.Toolbox or a list of tools, got {type(value).__name__}: pass "
+        f"toolbox=ts.Toolbox({one}) or toolbox={one}"
+    )
+
+
 class _Loop:
     """State shared by both twins: history, ledger keys, steps, corrections, events."""
 
     def __init__(self, options: _RunOptions) -> None:
-        messages, toolbox, max_steps = options.messages, options.toolbox, options.max_steps
+        toolbox, self.owns_box = _toolbox_of(options.toolbox)
+        self.box = toolbox
+        messages, max_steps = options.messages, options.max_steps
         max_corrections, ledger, retry = options.max_corrections, options.ledger, options.retry
         eager, create_kwargs = options.eager, options.create_kwargs
         if max_steps < 1:
@@ -212,7 +232,6 @@ class _Loop:
             except TypeError:  # None, a number...: say so as validate_request does
                 raise RequestError(validate_request(messages=messages)) from None
         self.history: list[Any] = list(messages)
-        self.box = toolbox
         self.model = options.model
         self.max_steps = max_steps
         self.ledger = ledger if ledger is not None else MemoryLedger()
@@ -1178,20 +1197,28 @@ class _Driven:
 def _drive(flow: Generator[_Op, Any, RunResult], loop: _Loop) -> RunResult:
     """``run``'s driver: each operation performed blocking."""
     driven = _Driven(flow)
-    while (op := driven.next_op()) is not None:
-        try:
-            driven.sent = _SYNC[op[0]](loop, *op[1:])
-        except BaseException as exc:
-            driven.error = exc
+    try:
+        while (op := driven.next_op()) is not None:
+            try:
+                driven.sent = _SYNC[op[0]](loop, *op[1:])
+            except BaseException as exc:
+                driven.error = exc
+    finally:
+        if loop.owns_box:  # a toolbox the run made from a list: its threads end with the run
+            loop.box.close()
     return driven.result  # type: ignore[no-any-return]
 
 
 async def _adrive(flow: Generator[_Op, Any, RunResult], loop: _Loop) -> RunResult:
     """``arun``'s driver: each operation awaited."""
     driven = _Driven(flow)
-    while (op := driven.next_op()) is not None:
-        try:
-            driven.sent = await _await_op(loop, op)
-        except BaseException as exc:
-            driven.error = exc
+    try:
+        while (op := driven.next_op()) is not None:
+            try:
+                driven.sent = await _await_op(loop, op)
+            except BaseException as exc:
+                driven.error = exc
+    finally:
+        if loop.owns_box:  # closed off the event loop: ``close`` may wait for a tool past its timeout
+            threading.Thread(target=loop.box.close, name="toolstitch-close", daemon=True).start()
     return driven.result  # type: ignore[no-any-return]
