@@ -9,6 +9,7 @@ a run returns is plain JSON whatever the caller's history held (docs/production.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -16,7 +17,7 @@ import pytest
 import toolstitch as ts
 from tests.tools._support import Recorder, calls_reply, text_reply
 from toolstitch.events import RunFinished
-from toolstitch.testing import LocalServer
+from toolstitch.testing import LocalServer, StreamScript, response_events
 
 ran = Recorder()
 
@@ -110,3 +111,69 @@ async def test_anything_else_is_a_type_error_that_names_the_fix(
         await ts.arun(server.async_client(), model="m", messages=USER, toolbox=toolbox)
     assert fix in str(info.value)
     assert server.requests == []  # refused before anything was sent
+
+
+# ----------------------------------------------------------------------------- SDK objects in messages
+
+
+def test_sdk_objects_in_messages_come_back_as_plain_json(server: LocalServer) -> None:
+    """``messages.append(completion.choices[0].message)`` (a ``ChatCompletionMessage``) and the
+    SDK's tool calls: ``result.messages`` is plain JSON (``json.dumps`` works), the objects read
+    as the SDK sends them, and the next run takes the stored history."""
+    server.enqueue(calls_reply(CALLS[:1]))
+    client = server.client()
+    completion = client.chat.completions.create(model="m", messages=USER, tools=[_weather_tool()])
+    message = completion.choices[0].message  # the SDK's model, as people append it
+    assert type(message).__name__ == "ChatCompletionMessage"
+    messages: list[Any] = [*USER, message]
+    messages.append({"role": "tool", "tool_call_id": "call_1", "content": "sunny in Paris"})
+    messages.append({"role": "user", "content": "And the time?"})
+    server.enqueue(calls_reply(CALLS[1:]), text_reply("Noon."))
+    result = ts.run(client, model="m", messages=messages, toolbox=[get_weather, get_time])
+    assert result.stop_reason == "done"
+    stored = json.loads(json.dumps(result.messages))
+    assert stored == result.messages
+    assert stored[1] == message.model_dump(mode="json", exclude_unset=True)
+    assert server.requests[1]["messages"][1] == stored[1]  # what the SDK sent for the object
+
+    server.enqueue(text_reply("Anything else?"))
+    again = ts.run(client, model="m", messages=[*stored, {"role": "user", "content": "thanks"}], toolbox=[])
+    assert again.stop_reason == "done" and json.dumps(again.messages)
+
+
+def test_sdk_items_in_a_responses_input_come_back_as_plain_json(server: LocalServer) -> None:
+    """``api="responses"``: an input holding the SDK's output items (``ResponseFunctionToolCall``,
+    ``ResponseReasoningItem``), as ``input += response.output`` makes it, comes back plain, and the
+    next run takes the stored input."""
+    pytest.importorskip("openai.types.responses", reason="this openai release has no Responses API")
+    server.check_history = True
+    first = response_events(CALLS[:1], reasoning="Weather first.")
+    server.enqueue(StreamScript.responses(first))
+    client = server.client()
+    with client.responses.create(model="m", input="Weather in Paris?", stream=True) as stream:
+        response = next(e.response for e in stream if e.type == "response.completed")
+    kinds = [type(item).__name__ for item in response.output]
+    assert kinds == ["ResponseReasoningItem", "ResponseFunctionToolCall"]
+    given: list[Any] = [{"role": "user", "content": "Weather in Paris?"}, *response.output]
+    given.append({"type": "function_call_output", "call_id": "call_1", "output": "sunny in Paris"})
+    given.append({"role": "user", "content": "And the time?"})
+    server.enqueue(
+        StreamScript.responses(response_events(CALLS[1:], id="resp_2")),
+        StreamScript.responses(response_events(text="Noon.", id="resp_3")),
+    )
+    result = ts.run(client, model="m", input=given, toolbox=[get_weather, get_time], api="responses")
+    assert result.stop_reason == "done" and result.output_text == "Noon."
+    stored = json.loads(json.dumps(result.input))
+    assert stored == result.input
+    assert stored[1:3] == [item.model_dump(mode="json", exclude_unset=True) for item in response.output]
+    assert server.requests[1]["input"][1:3] == stored[1:3]  # what the SDK sent for the objects
+
+    server.enqueue(StreamScript.responses(response_events(text="Anything else?", id="resp_4")))
+    again = ts.run(
+        client, model="m", input=[*stored, {"role": "user", "content": "thanks"}], toolbox=[], api="responses"
+    )
+    assert again.stop_reason == "done" and json.dumps(again.input)
+
+
+def _weather_tool() -> dict[str, Any]:
+    return ts.Toolbox([get_weather]).definitions()[0]

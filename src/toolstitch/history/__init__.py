@@ -42,8 +42,9 @@ What lives where, so that each concern can be read (and changed) on its own:
 * :mod:`._responses` the Responses API: ``response_items`` (the output items to send back),
   ``function_call_output(s)`` (the answers, paired by ``call_id``) and ``validate_input`` (rules
   R00-R09 of its ``input``).
-* :mod:`._common`    what more than one of them needs: reading input as the SDK sends it, a
-  message's ``tool_calls``, and the shape of a tool message.
+* :mod:`._common`    what more than one of them needs: reading input as the SDK sends it
+  (``to_plain``, which the run loop reads its caller's history with too), a message's
+  ``tool_calls``, and the shape of a tool message.
 
 Import from this package (``toolstitch.history``), not from the modules inside it. Its errors
 (``HistoryError``, ``CallNotReadyError``) live in :mod:`toolstitch.errors` with every other.
@@ -52,6 +53,7 @@ Import from this package (``toolstitch.history``), not from the modules inside i
 from __future__ import annotations
 
 from ._build import assistant_message, call_error_text, result_message, tool_message, tool_messages
+from ._common import to_plain
 from ._dialects import DIALECT_NAMES, Dialect, get_dialect
 from ._repair import repair_history
 from ._repair_report import NOT_EXECUTED, RepairChange, RepairReport
@@ -81,6 +83,7 @@ __all__ = [
     "response_items",
     "result_message",
     "schema_error",
+    "to_plain",
     "tool_message",
     "tool_messages",
     "validate_history",

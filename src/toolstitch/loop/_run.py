@@ -94,6 +94,7 @@ from ..history import (
     Dialect,
     HistoryProblem,
     get_dialect,
+    to_plain,
     validate_request,
 )
 from ..tools import (
@@ -204,6 +205,20 @@ def _toolbox_of(value: Any) -> tuple[Toolbox, bool]:
     )
 
 
+def _as_sent(entry: Any) -> Any:
+    """A history entry of the caller's as plain JSON values, read the way the SDK serialises it for
+    the request (``history.to_plain``: an SDK model is ``model_dump(mode="json", exclude_unset=True,
+    exclude=__api_exclude__)``, as ``openai/_utils/_transform.py``'s ``_transform_recursive`` does;
+    mappings become dicts, tuples lists). So the history a run returns (``RunResult.messages``,
+    ``.input``) is JSON that can be stored, whatever the caller's held: a ``ChatCompletionMessage``
+    appended as it came, the Responses API's output items. The one place the loop takes the
+    caller's history in; an entry that cannot be read stays as it is, for the request's check."""
+    try:
+        return to_plain(entry)[0]
+    except Exception:
+        return entry
+
+
 class _Loop:
     """State shared by both twins: history, ledger keys, steps, corrections, events."""
 
@@ -231,7 +246,7 @@ class _Loop:
                 messages = list(messages)  # None is refused just below
             except TypeError:  # None, a number...: say so as validate_request does
                 raise RequestError(validate_request(messages=messages)) from None
-        self.history: list[Any] = list(messages)
+        self.history: list[Any] = [_as_sent(entry) for entry in messages]
         self.model = options.model
         self.max_steps = max_steps
         self.ledger = ledger if ledger is not None else MemoryLedger()
