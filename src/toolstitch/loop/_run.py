@@ -208,7 +208,7 @@ def _toolbox_of(value: Any) -> tuple[Toolbox, bool]:
 def _as_sent(entry: Any) -> Any:
     """A history entry of the caller's as plain JSON values, read the way the SDK serialises it for
     the request (``history.to_plain``: an SDK model is ``model_dump(mode="json", exclude_unset=True,
-    exclude=__api_exclude__)``, as ``openai/_utils/_transform.py``'s ``_transform_recursive`` does;
+    exclude=__api_exclude__)``, as the SDK's ``openai._utils._transform._transform_recursive`` does;
     mappings become dicts, tuples lists). So the history a run returns (``RunResult.messages``,
     ``.input``) is JSON that can be stored, whatever the caller's held: a ``ChatCompletionMessage``
     appended as it came, the Responses API's output items. The one place the loop takes the
