@@ -31,6 +31,8 @@ What lives where, so that each concern can be read (and changed) on its own:
 
 * :mod:`._build`     builders: ``assistant_message``, ``tool_message``, ``tool_messages``,
   ``result_message`` (an executed result, read by its fields), ``call_error_text``.
+* :mod:`._refusals`  what the model reads about a refused call, per kind of refusal: the words of
+  ``call_error_text`` and of ``ts.run``'s gate (``tools/_gate.py``), written once.
 * :mod:`._validate`  the validator: ``validate_history``, ``validate_request``,
   ``ensure_valid_history``, ``HistoryProblem`` and the ``_Checker`` that runs
   the rules.
@@ -55,6 +57,7 @@ from __future__ import annotations
 from ._build import assistant_message, call_error_text, result_message, tool_message, tool_messages
 from ._common import to_plain
 from ._dialects import DIALECT_NAMES, Dialect, get_dialect
+from ._refusals import call_refusal_text, invalid_arguments_text, unknown_tool_text, wrong_kind_text
 from ._repair import repair_history
 from ._repair_report import NOT_EXECUTED, RepairChange, RepairReport
 from ._responses import function_call_output, function_call_outputs, response_items, validate_input
@@ -75,10 +78,12 @@ __all__ = [
     "RepairReport",
     "assistant_message",
     "call_error_text",
+    "call_refusal_text",
     "ensure_valid_history",
     "function_call_output",
     "function_call_outputs",
     "get_dialect",
+    "invalid_arguments_text",
     "repair_history",
     "response_items",
     "result_message",
@@ -86,7 +91,9 @@ __all__ = [
     "to_plain",
     "tool_message",
     "tool_messages",
+    "unknown_tool_text",
     "validate_history",
     "validate_input",
     "validate_request",
+    "wrong_kind_text",
 ]
