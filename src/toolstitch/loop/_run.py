@@ -52,7 +52,9 @@ has no confirmation callback, the step runs its other calls, runs nothing that n
 the run returns with ``stop_reason == "awaiting_approval"`` and ``result.pending`` (those calls, with
 the ids the history carries); the ledger records each one (``tools/_approval.py``). The history
 (``result.messages``, plain JSON) can be stored; later, in any process, ``run(..., messages=saved,
-approvals={call_id: True or ts.Deny("why")}, ledger=the same ledger)`` resumes: approvals are checked
+approvals={call_id: True or ts.Deny("why")}, ledger=the same ledger)`` resumes (a run given no
+ledger finds the in-memory ledger of the run that returned the same history, in the same process:
+``tools/_approval.py``): approvals are checked
 first (each must name a call that awaits approval, unchanged since the ledger recorded it, else
 :class:`~toolstitch.errors.ApprovalError` and nothing runs), approved calls run through the ledger
 (once), denied ones are answered with the reason, and only then is the model asked again. Calls
@@ -123,6 +125,8 @@ from ..tools import (
     duplicate_ids,
     execute,
     record_waiting,
+    remember_ledger,
+    remembered_ledger,
     validated_approvals,
 )
 from ._api import API_ADAPTERS, LoopAPI, wrapped_client
@@ -249,6 +253,12 @@ class _Loop:
         self.history: list[Any] = [_as_sent(entry) for entry in messages]
         self.model = options.model
         self.max_steps = max_steps
+        self.approvals, problems = validated_approvals(options.approvals)
+        self.own_ledger = ledger is None
+        """The run was given no ledger: its in-memory one is remembered while it awaits approval
+        (``defer``), and a run given approvals finds it again by the history (``tools/_approval.py``)."""
+        if ledger is None and self.approvals:
+            ledger = remembered_ledger(self.history)
         self.ledger = ledger if ledger is not None else MemoryLedger()
         self.cache = cache_for(self.ledger)
         """The results of ``cache=`` tools, for this ledger's scope (``tools/_cache.py``)."""
@@ -272,7 +282,6 @@ class _Loop:
         self.completion: ChatCompletion | None = None
         self.renamed: dict[str, str] = {}  # ids of the current step rewritten in the history
         self.error_message = options.error_message
-        self.approvals, problems = validated_approvals(options.approvals)
         if problems:
             raise ApprovalError(problems)
 
@@ -604,6 +613,8 @@ class _Loop:
                     type(exc).__name__,
                 )
             self.emit(CallAwaitingApproval(step, call))
+        if self.own_ledger:  # for the run that answers, given no ledger either (same process)
+            remember_ledger(self.history, self.ledger)
 
     # -- steps ---------------------------------------------------------------------------------
 
