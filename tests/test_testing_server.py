@@ -6,6 +6,7 @@ connection fails, and to reject broken histories the way OpenAI does; these test
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import json
 import threading
@@ -474,3 +475,23 @@ def test_without_examples_unknown_paths_and_ids_are_404(server: LocalServer) -> 
     assert http(server, "GET", "/chat/completions/nope/messages")[0] == 404
     assert http(server, "POST", "/chat/completions/nope/messages", {})[0] == 404
     assert http(server, "DELETE", "/embeddings")[0] == 404
+
+
+def test_two_hundred_concurrent_streams_are_all_served() -> None:
+    """The listen backlog holds a burst of connections: 200 streams opened at once by the real async
+    client all succeed (the standard library's default backlog of 5 refused most of them)."""
+    script = [chunk(delta={"role": "assistant", "content": "ok"}), chunk(delta={}, finish_reason="stop")]
+    with LocalServer(handler=lambda body: StreamScript(script)) as server:
+
+        async def one(client: openai.AsyncOpenAI) -> str:
+            stream = await client.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": "hi"}], stream=True
+            )
+            return "".join([c.choices[0].delta.content or "" async for c in stream if c.choices])
+
+        async def burst() -> list[str]:
+            async with server.async_client() as client:
+                return await asyncio.gather(*(one(client) for _ in range(200)))
+
+        assert asyncio.run(burst()) == ["ok"] * 200
+    assert len(server.requests) == 200

@@ -157,9 +157,27 @@ class MissingName(ToolCallError):
 
 
 class UnknownTool(ToolCallError):
-    """The model named a function that the request's ``tools`` did not offer."""
+    """The model named a function that the request's ``tools`` did not offer, or called a tool as
+    the other kind (a custom tool as a function, or the reverse).
+
+    ``offered`` is the names the request offered, sorted, when the tool was not among them (None
+    when that is not the reason); ``offered_as`` is ``"function"`` or ``"custom"`` when the tool was
+    offered as the other kind. What the model is told to fix (``ts.call_error_text``) reads them.
+    """
 
     code = "unknown_tool"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        raw: str = "",
+        offered: Sequence[str] | None = None,
+        offered_as: str | None = None,
+    ) -> None:
+        super().__init__(message, raw=raw)
+        self.offered = tuple(offered) if offered is not None else None
+        self.offered_as = offered_as
 
 
 class SchemaViolation(ToolCallError):
@@ -207,6 +225,13 @@ class ContractViolation(ToolCallError):
     """
 
     code = "contract_violation"
+
+    def __init__(self, message: str, *, raw: str = "", kind: str = "") -> None:
+        super().__init__(message, raw=raw)
+        #: Which promise the call broke: ``"tool_choice_none"``, ``"tool_choice"`` (a forced function
+        #: or an ``allowed_tools`` list without it), ``"parallel_tool_calls"``, or ``"unreadable"``
+        #: (the contract could not be read); what the model is told to fix depends on it.
+        self.kind = kind
 
 
 class InternalFault(ToolCallError):

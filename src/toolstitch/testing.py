@@ -826,6 +826,11 @@ def _response_from_events(items: Iterable[SSEItem]) -> dict[str, Any]:
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    # The listen backlog: connections the kernel holds until ``serve_forever`` accepts them. The
+    # standard library's default is 5, so a burst of concurrent streams (200 clients at once) had
+    # most of its connections refused (``APIConnectionError``). The kernel caps it at its own
+    # ``somaxconn``; nothing else here limits concurrency (one daemon thread per connection).
+    request_queue_size = 1024
     owner: LocalServer
 
     def handle_error(self, request: Any, client_address: Any) -> None:

@@ -90,6 +90,61 @@ def test_a_request_body_is_checked_with_its_tools(tmp_path: Path, capsys: pytest
     assert "#- H16 error: tools is an empty list" in capsys.readouterr().out
 
 
+# ----------------------------------------------------------------------------- Responses API input
+
+ITEMS = [
+    {"role": "user", "content": [{"type": "input_text", "text": "hi"}]},
+    {"type": "function_call", "call_id": "call_1", "name": "f", "arguments": "{}"},
+    {"type": "function_call_output", "call_id": "call_1", "output": "ok"},
+]
+BROKEN_ITEMS = [
+    {"role": "user", "content": "hi"},
+    {"type": "function_call_output", "call_id": "call_9", "output": "stray"},
+    {"type": "function_call", "call_id": "call_1", "name": "f", "arguments": "{}"},
+]
+
+
+def test_a_responses_input_is_told_by_its_shape_and_checked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A list of input items is checked with ``validate_input`` (it was read as chat messages: every
+    item a problem), reported the same way, in input items."""
+    assert main(["check", write(tmp_path, ITEMS)]) == 0
+    out = capsys.readouterr().out
+    assert out.endswith(": valid for openai (3 input items, 0 error(s), 0 warning(s))\n")
+
+    path = write(tmp_path, BROKEN_ITEMS)
+    assert main(["check", path]) == 1
+    out = capsys.readouterr().out
+    entries = [line for line in out.splitlines() if line.startswith("#")]
+    assert [e.split(":")[0] for e in entries] == ["#1 R01 error", "#2 R02 error"]
+    assert "No tool output found for function call call_1." in out.replace("\n    ", " ")
+    assert all(len(line) <= 80 for line in out.splitlines()[:-1])
+    assert out.splitlines()[-1] == f"{path}: invalid for openai (3 input items, 2 error(s), 0 warning(s))"
+
+
+def test_a_responses_request_body_is_checked_by_its_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path, {"model": "m", "input": BROKEN_ITEMS, "tools": []})
+    assert main(["check", path]) == 1
+    assert "#1 R01 error" in capsys.readouterr().out
+    assert main(["check", write(tmp_path, {"model": "m", "input": "hi"})]) == 0
+    assert "(1 input items, 0 error(s)" in capsys.readouterr().out
+    # A plain role/content list is valid in both APIs: it reads as chat, as it always did.
+    assert main(["check", write(tmp_path, [{"role": "user", "content": "hi"}])]) == 0
+    assert "(1 messages, 0 error(s)" in capsys.readouterr().out
+
+
+def test_json_report_of_a_responses_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", write(tmp_path, BROKEN_ITEMS), "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["api"] == "responses" and report["valid"] is False and report["errors"] == 2
+    assert [(p["index"], p["rule"]) for p in report["problems"]] == [(1, "R01"), (2, "R02")]
+    assert main(["check", write(tmp_path, VALID), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["api"] == "chat"
+
+
 @pytest.mark.parametrize(
     ("content", "expected"),
     [

@@ -802,7 +802,7 @@ def test_a_call_that_is_not_ready_has_no_result() -> None:
     assert isinstance(info.value, ToolstitchError) and info.value.status == "invalid"
 
     text = call_error_text(bad)
-    assert "not executed" in text and "Unterminated string" in text and "get_weather" in text
+    assert "it was not run" in text and "Unterminated string" in text and "get_weather" in text
     assert tool_message(bad, error=text)["content"] == text
     assert tool_message(bad, error=bad.error)["content"] == text  # the call's own error
     assert tool_message(bad, bad.error)["content"] == text  # an exception as the result
@@ -810,7 +810,7 @@ def test_a_call_that_is_not_ready_has_no_result() -> None:
     cut = FakeCall(status="incomplete", error=None)
     with pytest.raises(CallNotReadyError):
         tool_message(cut, {"ok": True})
-    assert "ended before the call was complete" in call_error_text(cut)
+    assert "was cut off before its arguments were complete" in call_error_text(cut)
     with pytest.raises(ValueError, match="ready"):
         call_error_text(FakeCall())
 

@@ -109,7 +109,7 @@ def test_a_streamed_turn_with_an_invalid_call_is_answered_and_accepted(
     assert history[1]["tool_calls"][1]["function"]["arguments"] == '{"city": "Ro'
     assert validate_history(history) == []
     send(server, history)  # accepted
-    assert "not executed" in server.requests[-1]["messages"][3]["content"]
+    assert "it was not run" in server.requests[-1]["messages"][3]["content"]
 
 
 def _break(history: list[Any], how: str) -> list[Any]:

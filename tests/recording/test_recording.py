@@ -9,6 +9,11 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import re
+import subprocess
+import sys
+import threading
 import warnings
 from pathlib import Path
 from typing import Any
@@ -22,6 +27,7 @@ from tests.conftest import WEATHER_TOOLS as TOOLS
 from tests.conftest import offered
 from tests.corpus import CORPUS, ProviderStream
 from toolstitch.errors import RecordingWarning
+from toolstitch.recording import recording_path
 from toolstitch.recording._replay import replay
 from toolstitch.testing import LocalServer, StreamScript, chunk, tool_call_chunks
 
@@ -32,6 +38,7 @@ CALLS = [
 USAGE = {"prompt_tokens": 5, "completion_tokens": 7, "total_tokens": 12}
 SCRIPT = [chunk(delta={"role": "assistant", "content": "Looking "}), *tool_call_chunks(CALLS, usage=USAGE)]
 MESSAGES = [{"role": "user", "content": "Weather in Zürich and Tokyo?"}]
+SRC = Path(__file__).resolve().parents[2] / "src"
 
 
 def lines(path: Path) -> list[dict[str, Any]]:
@@ -420,3 +427,53 @@ def test_redacting_arguments_only_keeps_the_content(server: LocalServer, tmp_pat
 def test_an_unknown_redaction_is_refused_at_wrap_time(server: LocalServer) -> None:
     with pytest.raises(ValueError, match="redact"):
         ts.wrap(server.client(), record="x", redact="passwords")  # type: ignore[arg-type]
+
+
+# ----------------------------------------------------------------------------- file names sort by start
+
+
+def test_recordings_sort_in_the_order_they_were_started(tmp_path: Path) -> None:
+    """``wrap(record=dir)``: ``sorted(os.listdir(dir))`` is the order the streams were started, for
+    many streams within one second (the stamp had whole seconds, the rest was random)."""
+    script = [chunk(delta={"content": "ok"}), chunk(delta={}, finish_reason="stop")]
+    with LocalServer(handler=lambda body: StreamScript(script)) as server:
+        client = ts.wrap(server.client(), record=tmp_path)
+        for n in range(40):
+            messages = [{"role": "user", "content": str(n)}]
+            with client.chat.completions.create(model="m", messages=messages, stream=True) as stream:
+                for _ in stream:
+                    pass
+    names = sorted(os.listdir(tmp_path))
+    said = [lines(tmp_path / name)[0]["request"]["messages"][0]["content"] for name in names]
+    assert said == [str(n) for n in range(40)]
+    assert all(re.fullmatch(r"\d{8}T\d{6}\.\d{9}-[0-9a-f]{10}\.jsonl", name) for name in names)
+
+
+def test_recording_names_sort_in_start_order_across_threads_and_processes(tmp_path: Path) -> None:
+    """Names taken by many threads at once sort in the order they were taken (and are unique); a
+    name another process takes in between sorts between."""
+    taken: list[str] = []
+    lock = threading.Lock()
+
+    def take() -> None:
+        for _ in range(200):
+            with lock:  # the order names were taken in: the order they must sort in
+                taken.append(recording_path(tmp_path).name)
+
+    threads = [threading.Thread(target=take) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(taken) == taken and len(set(taken)) == len(taken) == 1600
+
+    code = (
+        "import sys; from toolstitch.recording import recording_path; print(recording_path(sys.argv[1]).name)"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
+    before = recording_path(tmp_path).name
+    other = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, env=env, check=True
+    ).stdout.strip()
+    after = recording_path(tmp_path).name
+    assert sorted([after, other, before]) == [before, other, after]

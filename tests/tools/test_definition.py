@@ -263,10 +263,49 @@ def test_a_raw_schema_that_already_complies_is_marked_strict() -> None:
 
 
 def test_a_broken_raw_schema_fails_at_definition_time() -> None:
-    with pytest.raises(jsonschema.SchemaError):
+    with pytest.raises(ValueError, match="tool 'bad'") as info:
         Tool.from_schema(lambda **kw: None, name="bad", parameters={"type": "object", "minProperties": "x"})
-    with pytest.raises(ValueError, match="object"):
+    assert isinstance(info.value.__cause__, jsonschema.SchemaError)
+    with pytest.raises(ValueError, match="tool 'bad' must be a JSON schema of type 'object'"):
         Tool.from_schema(lambda **kw: None, name="bad", parameters={"type": "string"})
+
+
+BROKEN_SCHEMA = {
+    "type": "object",
+    "properties": {"q": {"type": "string"}, "limit": {"type": "integer", "minimum": "one"}},
+}
+
+
+def _short_and_to_the_point(error: ValueError) -> None:
+    """The error names the tool, the offending part of the schema and jsonschema's short message,
+    not its dump of the metaschema; jsonschema's own error is the cause."""
+    text = str(error)
+    assert text == (
+        "the parameters of tool 'search' are not a valid JSON Schema: at properties/limit/minimum: "
+        "'one' is not of type 'number'"
+    )
+    assert isinstance(error.__cause__, jsonschema.SchemaError)
+    assert "metaschema" not in text.lower() and "\n" not in text
+
+
+def test_a_bad_schema_names_the_tool_and_the_part_that_is_wrong() -> None:
+    def search(**kwargs: Any) -> str:
+        return ""
+
+    with pytest.raises(ValueError) as info:
+        tool(parameters=BROKEN_SCHEMA)(search)
+    _short_and_to_the_point(info.value)
+
+    definition = {"type": "function", "function": {"name": "search", "parameters": BROKEN_SCHEMA}}
+    with pytest.raises(ValueError) as info:
+        Tool.from_definition(definition, search)
+    _short_and_to_the_point(info.value)
+    with pytest.raises(ValueError) as info:
+        Toolbox([(definition, search)])
+    _short_and_to_the_point(info.value)
+    with pytest.raises(ValueError) as info:
+        Toolbox().add(definition, search)
+    _short_and_to_the_point(info.value)
 
 
 # ----------------------------------------------------------------------------- definition errors

@@ -86,9 +86,12 @@ class ToolSchemas:
         return properties is None or (isinstance(properties, Mapping) and not properties)
 
     def _unknown(self, name: str, raw: str) -> UnknownTool:
-        offered = ", ".join(sorted(self._schemas)) or "none"
+        names = sorted(self._schemas)
+        offered = ", ".join(names) or "none"
         return UnknownTool(
-            f"the model called {name!r}, which the request did not offer (offered: {offered})", raw=raw
+            f"the model called {name!r}, which the request did not offer (offered: {offered})",
+            raw=raw,
+            offered=names,
         )
 
     def unknown(self, name: str, raw: str) -> UnknownTool | None:
@@ -120,11 +123,13 @@ class ToolSchemas:
                 f"the model called {name!r} as a custom tool, but the request offered it as a function "
                 "tool (its input would be text where JSON arguments are expected)",
                 raw=raw,
+                offered_as="function",
             )
         if not custom and name in self._custom:
             return UnknownTool(
                 f"the model called {name!r} as a function, but the request offered it as a custom tool",
                 raw=raw,
+                offered_as="custom",
             )
         return None
 

@@ -146,7 +146,7 @@ class CallChecks:
                 )
         violation = self._contract(call, first)
         if violation is not None:
-            return ContractViolation(violation, raw=call.arguments)
+            return ContractViolation(violation[1], raw=call.arguments, kind=violation[0])
         schemas = self.schemas
         if schemas is not None and call.name is not None:
             if call.type == "custom":
@@ -161,7 +161,7 @@ class CallChecks:
         only the text is wrong. The same answers :meth:`verdict` gives for a call whose text parsed."""
         violation = self._name_violation(call.name)
         if violation is not None:
-            return ContractViolation(violation, raw=call.arguments)
+            return ContractViolation(violation[1], raw=call.arguments, kind=violation[0])
         schemas = self.schemas
         if schemas is None or call.name is None:
             return None
@@ -176,7 +176,7 @@ class CallChecks:
             return None, None
         violation = self._name_violation(name)
         if violation is not None:
-            return ContractViolation(violation, raw=raw), None
+            return ContractViolation(violation[1], raw=raw, kind=violation[0]), None
         schemas = self.schemas
         if schemas is None:
             return None, None
@@ -185,23 +185,25 @@ class CallChecks:
             return unknown, None
         return None, schemas.early_node(name)
 
-    def _name_violation(self, name: str | None) -> str | None:
+    def _name_violation(self, name: str | None) -> tuple[str, str] | None:
+        """``(kind, why)`` (a :class:`ContractViolation`'s) when ``tool_choice`` rules the name out."""
         mode = self._mode
         if mode == "none":
-            return f'the request said tool_choice="none", yet the model called {name!r}'
+            return "tool_choice_none", f'the request said tool_choice="none", yet the model called {name!r}'
         allowed = self._allowed
         if allowed is not None and name not in allowed:
             wanted = ", ".join(sorted(allowed)) or "no readable name"
             what = "forced" if mode == "forced" else "allowed by tool_choice"
-            return f"the model called {name!r}; the request {what}: {wanted}"
+            return "tool_choice", f"the model called {name!r}; the request {what}: {wanted}"
         return None
 
-    def _contract(self, call: ToolCall, first: bool) -> str | None:
+    def _contract(self, call: ToolCall, first: bool) -> tuple[str, str] | None:
         violation = self._name_violation(call.name)
         if violation is not None:
             return violation
         if self._single and not first:
-            return "the request said parallel_tool_calls=False, and this is not the first call of its choice"
+            why = "the request said parallel_tool_calls=False, and this is not the first call of its choice"
+            return "parallel_tool_calls", why
         return None
 
 

@@ -31,6 +31,8 @@ What lives where, so that each concern can be read (and changed) on its own:
 
 * :mod:`._build`     builders: ``assistant_message``, ``tool_message``, ``tool_messages``,
   ``result_message`` (an executed result, read by its fields), ``call_error_text``.
+* :mod:`._refusals`  what the model reads about a refused call, per kind of refusal: the words of
+  ``call_error_text`` and of ``ts.run``'s gate (``tools/_gate.py``), written once.
 * :mod:`._validate`  the validator: ``validate_history``, ``validate_request``,
   ``ensure_valid_history``, ``HistoryProblem`` and the ``_Checker`` that runs
   the rules.
@@ -42,8 +44,9 @@ What lives where, so that each concern can be read (and changed) on its own:
 * :mod:`._responses` the Responses API: ``response_items`` (the output items to send back),
   ``function_call_output(s)`` (the answers, paired by ``call_id``) and ``validate_input`` (rules
   R00-R09 of its ``input``).
-* :mod:`._common`    what more than one of them needs: reading input as the SDK sends it, a
-  message's ``tool_calls``, and the shape of a tool message.
+* :mod:`._common`    what more than one of them needs: reading input as the SDK sends it
+  (``to_plain``, which the run loop reads its caller's history with too), a message's
+  ``tool_calls``, and the shape of a tool message.
 
 Import from this package (``toolstitch.history``), not from the modules inside it. Its errors
 (``HistoryError``, ``CallNotReadyError``) live in :mod:`toolstitch.errors` with every other.
@@ -52,13 +55,16 @@ Import from this package (``toolstitch.history``), not from the modules inside i
 from __future__ import annotations
 
 from ._build import assistant_message, call_error_text, result_message, tool_message, tool_messages
+from ._common import to_plain
 from ._dialects import DIALECT_NAMES, Dialect, get_dialect
+from ._refusals import call_refusal_text, invalid_arguments_text, unknown_tool_text, wrong_kind_text
 from ._repair import repair_history
 from ._repair_report import NOT_EXECUTED, RepairChange, RepairReport
 from ._responses import function_call_output, function_call_outputs, response_items, validate_input
 from ._validate import (
     HistoryProblem,
     ensure_valid_history,
+    schema_error,
     validate_history,
     validate_request,
 )
@@ -72,16 +78,22 @@ __all__ = [
     "RepairReport",
     "assistant_message",
     "call_error_text",
+    "call_refusal_text",
     "ensure_valid_history",
     "function_call_output",
     "function_call_outputs",
     "get_dialect",
+    "invalid_arguments_text",
     "repair_history",
     "response_items",
     "result_message",
+    "schema_error",
+    "to_plain",
     "tool_message",
     "tool_messages",
+    "unknown_tool_text",
     "validate_history",
     "validate_input",
     "validate_request",
+    "wrong_kind_text",
 ]

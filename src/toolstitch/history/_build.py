@@ -17,6 +17,7 @@ import pydantic
 from ..errors import CallNotReadyError, ChoiceNotFoundError, UnusableMessageError
 from ._common import _MISSING, Message, _plain, _tool_dict
 from ._dialects import Dialect, get_dialect
+from ._refusals import call_refusal_text
 
 if TYPE_CHECKING:
     # What the builders return, for type checkers: the SDK's own param types, so their messages go
@@ -196,23 +197,16 @@ def call_error_text(call: ToolCallLike | Any) -> str:
     """What to tell the model about a call that was not executed (``invalid`` or ``incomplete``).
 
     Use it as the error result: ``tool_message(call, error=call_error_text(call))``. The text names
-    the call and says why it was refused, so the model can send a corrected call.
+    the call, says why it was refused and what to do instead, fitting the refusal: a tool that does
+    not exist (and the ones that do), a call the request's ``tool_choice`` or
+    ``parallel_tool_calls=False`` did not allow, arguments the schema refused (each problem), text
+    that is not one JSON object, a call cut off. The words are ``ts.run``'s own
+    (``history/_refusals.py``), so a call is answered the same way in your loop and in ``ts.run``.
     """
     call_id, name, status, error = _call_facts(call)
     if status in (None, "ready") and error is None:
         raise ValueError(f"tool call {call_id!r} is ready; it has no error to report")
-    what = f"the call to {name!r}" if name else "this tool call"
-    reason = getattr(error, "message", None) or (str(error) if error is not None else "")
-    if status == "invalid":
-        return (
-            f"Error: {what} was not executed because its arguments were rejected: {reason}. "
-            "Send the call again with arguments that are one valid JSON object."
-        )
-    detail = f" ({reason})" if reason else ""
-    return (
-        f"Error: {what} was not executed because the response ended before the call was "
-        f"complete{detail}. Send the call again if it is still needed."
-    )
+    return call_refusal_text(name, status, error, getattr(call, "type", None) == "custom")
 
 
 def _error_text(error: str | BaseException, call: Any) -> str:

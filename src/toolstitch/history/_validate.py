@@ -644,22 +644,31 @@ def _schema_problem_of_text(text: str) -> str | None:
 
 def _schema_problem(schema: Any) -> str | None:
     """Why ``schema`` is not a valid JSON Schema (``{name}`` stands for the tool), or None."""
+    found = schema_error(schema)
+    if found is None:
+        return None
+    return "the parameters of tool {name} " + found[0].replace("{", "{{").replace("}", "}}")
+
+
+def schema_error(schema: Any) -> tuple[str, BaseException] | None:
+    """Why ``schema`` is not a valid JSON Schema, and the exception that said so; None when it is.
+
+    The reason is short and names the offending part of the schema, ``are not a valid JSON Schema:
+    at properties/limit/minimum: 'x' is not of type 'number'`` (jsonschema's own message for the
+    one error it picked as the best match, never its dump of the whole metaschema), to follow
+    "the parameters of tool X". One wording for the history check (H91) and ``ts.tool``, which
+    raises it when a tool is defined (``tools/_definition.py``).
+    """
     import jsonschema  # imported on first use, like the core's schema checks
 
     try:
         cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
         cls.check_schema(schema)
     except jsonschema.SchemaError as exc:
-        path = (
-            ("/".join(str(p) for p in exc.absolute_path)[:100] or "(root)")
-            .replace("{", "{{")
-            .replace("}", "}}")
-        )
-        reason = _clip(exc.message).replace("{", "{{").replace("}", "}}")
-        return f"the parameters of tool {{name}} are not a valid JSON Schema: at {path}: {reason}"
+        path = "/".join(str(p) for p in exc.absolute_path)[:100] or "(root)"
+        return f"are not a valid JSON Schema: at {path}: {_clip(exc.message)}", exc
     except Exception as exc:  # a schema too deep or too odd to check is not known to be valid
-        reason = _clip(repr(exc)).replace("{", "{{").replace("}", "}}")
-        return f"the parameters of tool {{name}} could not be checked as a JSON Schema: {reason}"
+        return f"could not be checked as a JSON Schema: {_clip(repr(exc))}", exc
     return None
 
 

@@ -52,7 +52,9 @@ has no confirmation callback, the step runs its other calls, runs nothing that n
 the run returns with ``stop_reason == "awaiting_approval"`` and ``result.pending`` (those calls, with
 the ids the history carries); the ledger records each one (``tools/_approval.py``). The history
 (``result.messages``, plain JSON) can be stored; later, in any process, ``run(..., messages=saved,
-approvals={call_id: True or ts.Deny("why")}, ledger=the same ledger)`` resumes: approvals are checked
+approvals={call_id: True or ts.Deny("why")}, ledger=the same ledger)`` resumes (a run given no
+ledger finds the in-memory ledger of the run that returned the same history, in the same process:
+``tools/_approval.py``): approvals are checked
 first (each must name a call that awaits approval, unchanged since the ledger recorded it, else
 :class:`~toolstitch.errors.ApprovalError` and nothing runs), approved calls run through the ledger
 (once), denied ones are answered with the reason, and only then is the model asked again. Calls
@@ -64,6 +66,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
@@ -94,6 +97,7 @@ from ..history import (
     Dialect,
     HistoryProblem,
     get_dialect,
+    to_plain,
     validate_request,
 )
 from ..tools import (
@@ -122,6 +126,8 @@ from ..tools import (
     duplicate_ids,
     execute,
     record_waiting,
+    remember_ledger,
+    remembered_ledger,
     validated_approvals,
 )
 from ._api import API_ADAPTERS, LoopAPI, wrapped_client
@@ -169,7 +175,7 @@ class _RunOptions:
 
     model: str
     messages: Sequence[Any] | None
-    toolbox: Toolbox
+    toolbox: Toolbox | Sequence[Any]  # a list or tuple of tools is made a Toolbox (``_toolbox_of``)
     max_steps: int
     ledger: ClaimLedger | None
     retry: RetryPolicy | None
@@ -194,11 +200,44 @@ class _RunOptions:
         return cls(**{**fields, "create_kwargs": dict(arguments.get("create_kwargs") or {})})
 
 
+def _toolbox_of(value: Any) -> tuple[Toolbox, bool]:
+    """``toolbox=`` as a :class:`Toolbox`, and whether the run made it. A list or tuple of tools
+    (functions, ``ts.tool`` objects, ``(definition, fn)`` pairs) is made one as ``ts.Toolbox([...])``
+    makes it (the run closes it when it ends: nobody else holds it); anything else is a
+    ``TypeError`` that says what to pass, before anything is sent."""
+    if isinstance(value, Toolbox):
+        return value, False
+    if isinstance(value, list | tuple):
+        return Toolbox(value), True
+    name = getattr(value, "name", None) or getattr(value, "__name__", None)
+    one = f"[{name}]" if callable(value) and isinstance(name, str) else "[fn, ...]"
+    raise TypeError(
+        f"toolbox= takes a ts.Toolbox or a list of tools, got {type(value).__name__}: pass "
+        f"toolbox=ts.Toolbox({one}) or toolbox={one}"
+    )
+
+
+def _as_sent(entry: Any) -> Any:
+    """A history entry of the caller's as plain JSON values, read the way the SDK serialises it for
+    the request (``history.to_plain``: an SDK model is ``model_dump(mode="json", exclude_unset=True,
+    exclude=__api_exclude__)``, as the SDK's ``openai._utils._transform._transform_recursive`` does;
+    mappings become dicts, tuples lists). So the history a run returns (``RunResult.messages``,
+    ``.input``) is JSON that can be stored, whatever the caller's held: a ``ChatCompletionMessage``
+    appended as it came, the Responses API's output items. The one place the loop takes the
+    caller's history in; an entry that cannot be read stays as it is, for the request's check."""
+    try:
+        return to_plain(entry)[0]
+    except Exception:
+        return entry
+
+
 class _Loop:
     """State shared by both twins: history, ledger keys, steps, corrections, events."""
 
     def __init__(self, options: _RunOptions) -> None:
-        messages, toolbox, max_steps = options.messages, options.toolbox, options.max_steps
+        toolbox, self.owns_box = _toolbox_of(options.toolbox)
+        self.box = toolbox
+        messages, max_steps = options.messages, options.max_steps
         max_corrections, ledger, retry = options.max_corrections, options.ledger, options.retry
         eager, create_kwargs = options.eager, options.create_kwargs
         if max_steps < 1:
@@ -219,10 +258,15 @@ class _Loop:
                 messages = list(messages)  # None is refused just below
             except TypeError:  # None, a number...: say so as validate_request does
                 raise RequestError(validate_request(messages=messages)) from None
-        self.history: list[Any] = list(messages)
-        self.box = toolbox
+        self.history: list[Any] = [_as_sent(entry) for entry in messages]
         self.model = options.model
         self.max_steps = max_steps
+        self.approvals, problems = validated_approvals(options.approvals)
+        self.own_ledger = ledger is None
+        """The run was given no ledger: its in-memory one is remembered while it awaits approval
+        (``defer``), and a run given approvals finds it again by the history (``tools/_approval.py``)."""
+        if ledger is None and self.approvals:
+            ledger = remembered_ledger(self.history)
         self.ledger = ledger if ledger is not None else MemoryLedger()
         self.cache = cache_for(self.ledger)
         """The results of ``cache=`` tools, for this ledger's scope (``tools/_cache.py``)."""
@@ -246,7 +290,6 @@ class _Loop:
         self.completion: ChatCompletion | None = None
         self.renamed: dict[str, str] = {}  # ids of the current step rewritten in the history
         self.error_message = options.error_message
-        self.approvals, problems = validated_approvals(options.approvals)
         if problems:
             raise ApprovalError(problems)
 
@@ -578,6 +621,8 @@ class _Loop:
                     type(exc).__name__,
                 )
             self.emit(CallAwaitingApproval(step, call))
+        if self.own_ledger:  # for the run that answers, given no ledger either (same process)
+            remember_ledger(self.history, self.ledger)
 
     # -- steps ---------------------------------------------------------------------------------
 
@@ -1201,20 +1246,28 @@ class _Driven:
 def _drive(flow: Generator[_Op, Any, RunResult], loop: _Loop) -> RunResult:
     """``run``'s driver: each operation performed blocking."""
     driven = _Driven(flow)
-    while (op := driven.next_op()) is not None:
-        try:
-            driven.sent = _SYNC[op[0]](loop, *op[1:])
-        except BaseException as exc:
-            driven.error = exc
+    try:
+        while (op := driven.next_op()) is not None:
+            try:
+                driven.sent = _SYNC[op[0]](loop, *op[1:])
+            except BaseException as exc:
+                driven.error = exc
+    finally:
+        if loop.owns_box:  # a toolbox the run made from a list: its threads end with the run
+            loop.box.close()
     return driven.result  # type: ignore[no-any-return]
 
 
 async def _adrive(flow: Generator[_Op, Any, RunResult], loop: _Loop) -> RunResult:
     """``arun``'s driver: each operation awaited."""
     driven = _Driven(flow)
-    while (op := driven.next_op()) is not None:
-        try:
-            driven.sent = await _await_op(loop, op)
-        except BaseException as exc:
-            driven.error = exc
+    try:
+        while (op := driven.next_op()) is not None:
+            try:
+                driven.sent = await _await_op(loop, op)
+            except BaseException as exc:
+                driven.error = exc
+    finally:
+        if loop.owns_box:  # closed off the event loop: ``close`` may wait for a tool past its timeout
+            threading.Thread(target=loop.box.close, name="toolstitch-close", daemon=True).start()
     return driven.result  # type: ignore[no-any-return]

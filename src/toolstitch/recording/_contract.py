@@ -133,8 +133,8 @@ class _RefuseEvery(CallChecks):
             "it: every call is refused"
         )
 
-    def _name_violation(self, name: str | None) -> str | None:
-        return self._why
+    def _name_violation(self, name: str | None) -> tuple[str, str] | None:
+        return "unreadable", self._why
 
 
 def _name(value: Any) -> str:

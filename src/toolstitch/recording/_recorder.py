@@ -46,6 +46,7 @@ import contextlib
 import json
 import os
 import sys
+import threading
 import time
 import uuid
 import warnings
@@ -102,10 +103,26 @@ _SCHEMA_KEYS = frozenset({"parameters", "schema", "input_schema", "output_schema
 _CONTENT_OPTIONS = ("messages",)
 
 
+_last_ns = 0
+_last_ns_lock = threading.Lock()
+
+
 def recording_path(directory: str | os.PathLike[str]) -> Path:
-    """A new, unique file name in ``directory``: UTC time first, so a listing sorts by time."""
-    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
-    return Path(directory) / f"{stamp}-{uuid.uuid4().hex[:10]}.jsonl"
+    """A new, unique file name in ``directory``: UTC time to the nanosecond first
+    (``20250102T030405.123456789-<10 hex>.jsonl``), so that ``sorted(os.listdir(directory))`` lists
+    the recordings in the order they were started, many within one second included.
+
+    Within a process the stamps strictly increase (threads take them under one lock, and a clock
+    that stepped back, or a coarse one, never gives an earlier or equal stamp); processes writing to
+    one directory share the system clock, read at nanosecond resolution. The random part keeps
+    names unique whatever the clocks do.
+    """
+    global _last_ns
+    with _last_ns_lock:
+        stamp_ns = _last_ns = max(time.time_ns(), _last_ns + 1)
+    seconds, fraction = divmod(stamp_ns, 1_000_000_000)
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(seconds))
+    return Path(directory) / f"{stamp}.{fraction:09d}-{uuid.uuid4().hex[:10]}.jsonl"
 
 
 class Recorder:

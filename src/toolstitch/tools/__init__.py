@@ -27,7 +27,16 @@ from __future__ import annotations
 import warnings
 from typing import TYPE_CHECKING, Any
 
-from ._approval import Approval, Deny, approval_problems, duplicate_ids, record_waiting, validated_approvals
+from ._approval import (
+    Approval,
+    Deny,
+    approval_problems,
+    duplicate_ids,
+    record_waiting,
+    remember_ledger,
+    remembered_ledger,
+    validated_approvals,
+)
 from ._cache import ResultCache, cache_for, cached, canonical_key
 from ._cancel import CancelToken
 from ._claim import Claim, ClaimLedger, StoredResult, Verdict, fingerprint
@@ -89,6 +98,8 @@ __all__ = [
     "execute",
     "fingerprint",
     "record_waiting",
+    "remember_ledger",
+    "remembered_ledger",
     "stage_event",
     "tool",
     "validated_approvals",

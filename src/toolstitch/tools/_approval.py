@@ -17,10 +17,26 @@ the history carrying the approved id: an id is what a person approved by, so a h
 id twice (a changed copy beside the original) is refused before anything runs. The record uses the
 claim protocol's own primitives, so every ledger (in memory, SQLite, PostgreSQL) keeps it without a
 schema change.
+
+**Without a ledger, within one process.** A run given no ``ledger=`` keeps its records in a fresh
+in-memory ledger of its own. So that ``ts.run(..., approvals=...)`` works without one too, a run
+given no ledger that stops awaiting approval leaves that ledger with :func:`remember_ledger`,
+keyed by a digest of the whole history it returns; a later run of the same process, given no ledger
+and that very history, takes it back (:func:`remembered_ledger`). Never one ledger shared by every
+run: providers reuse call ids (``call_0``), and an unrelated run must never be answered from, or
+deduplicated against, another's records. Two runs that return the same history cannot be told
+apart, so such a history finds neither ledger (fail closed). At most :data:`REMEMBERED` ledgers are
+kept, the least recently used forgotten first. What is not found (another process, a forgotten
+ledger) is refused with the fix: pass the same ``ledger=`` to the run that asked and to the run that
+answers.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -31,6 +47,7 @@ if TYPE_CHECKING:
     from ..core import ToolCall
 
 __all__ = [
+    "REMEMBERED",
     "Approval",
     "Deny",
     "approval_problems",
@@ -38,6 +55,8 @@ __all__ = [
     "duplicate_ids",
     "record_key",
     "record_waiting",
+    "remember_ledger",
+    "remembered_ledger",
     "validated_approvals",
 ]
 
@@ -82,8 +101,10 @@ def check_record(ledger: ClaimLedger, key: str, call: ToolCall) -> str | None:
     entry = ledger.get(record_key(key), _RECORD_FP)
     if entry is None or entry.state != "finished" or entry.status != _RECORD_STATUS:
         return (
-            f"{key!r}: this ledger has no record that the call awaits approval (pass the ledger, and "
-            "scope, of the run that returned it)"
+            f"{key!r}: the ledger has no record that this call awaits approval. Pass the same ledger= "
+            "(and scope) to the run that asked and to the run that answers: ts.SQLiteLedger or "
+            "ts.PostgresLedger across processes, ts.MemoryLedger within one (a run given no ledger "
+            "keeps its record in this process's memory only, for the history it returned, unchanged)"
         )
     value = entry.value if isinstance(entry.value, dict) else {}
     if value.get("fingerprint") != fingerprint(call):
@@ -175,3 +196,54 @@ def approval_problems(
         if problem is not None and problem not in problems:
             problems.append(problem)
     return problems
+
+
+# ----------------------------------------------------------------------------- runs given no ledger
+
+REMEMBERED = 256
+"""How many ledgers of runs given no ledger, awaiting approval, a process keeps (least recently
+used forgotten first)."""
+
+_AMBIGUOUS: Any = object()  # two ledgers left one history: neither is handed out
+_remembered: OrderedDict[str, Any] = OrderedDict()
+_remembered_lock = threading.Lock()
+
+
+def _history_key(history: Sequence[Any]) -> str | None:
+    """A digest of ``history`` as JSON (keys sorted): the same for the history a run returned and
+    for that history stored as JSON and read back. None when it is not JSON (it is then never
+    remembered, and its approvals are refused with the fix)."""
+    try:
+        text = json.dumps(list(history), sort_keys=True, ensure_ascii=True, separators=(",", ":"))
+    except Exception:  # not JSON, nested too deep, a hostile value: not remembered
+        return None
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def remember_ledger(history: Sequence[Any], ledger: ClaimLedger) -> None:
+    """A run given no ledger stopped awaiting approval with ``history``: keep its ``ledger`` for
+    the run that answers (:func:`remembered_ledger`). Another ledger already kept for the same
+    history makes it ambiguous: neither is handed out."""
+    key = _history_key(history)
+    if key is None:
+        return
+    with _remembered_lock:
+        kept = _remembered.get(key)
+        _remembered[key] = ledger if kept is None or kept is ledger else _AMBIGUOUS
+        _remembered.move_to_end(key)
+        while len(_remembered) > REMEMBERED:
+            _remembered.popitem(last=False)
+
+
+def remembered_ledger(history: Sequence[Any]) -> ClaimLedger | None:
+    """The ledger a run given no ledger left with exactly this ``history`` (see
+    :func:`remember_ledger`), or None: none, forgotten, or two runs left the same history."""
+    key = _history_key(history)
+    if key is None:
+        return None
+    with _remembered_lock:
+        kept = _remembered.get(key)
+        if kept is None or kept is _AMBIGUOUS:
+            return None
+        _remembered.move_to_end(key)
+        return kept  # type: ignore[no-any-return]

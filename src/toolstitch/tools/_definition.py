@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from typing_extensions import ParamSpec, TypeVar
 
 from ..core import InputFormat, ToolCall, TrustedGrammar, read_format, trust_grammar
+from ..history import schema_error
 from ._approval import Deny
 from ._cancel import CancelToken
 from ._process import ISOLATIONS, reference_of
@@ -316,8 +317,7 @@ class _SchemaBinder:
         import jsonschema
 
         cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-        cls.check_schema(schema)  # a broken schema is a programming error: say so at definition time
-        self.validator = cls(schema)
+        self.validator = cls(schema)  # checked against its metaschema by ``Tool.from_schema``
 
     def bind(self, arguments: Any) -> tuple[dict[str, Any] | None, list[str]]:
         problems = _object_only(arguments)
@@ -761,14 +761,23 @@ class Tool(Generic[_P, _R]):
         """A tool described by a raw JSON schema; arguments are checked with ``jsonschema``.
 
         The schema is sent as given. ``strict=None`` marks it strict only when it already complies
-        with strict mode. The function receives the arguments as keyword arguments; ``jsonschema``
-        raises ``SchemaError`` here if the schema itself is broken.
+        with strict mode. The function receives the arguments as keyword arguments. A schema that is not
+        valid JSON Schema raises ``ValueError`` here, naming the tool and the part of the schema that
+        is wrong (jsonschema's ``SchemaError`` is its ``__cause__``).
         """
         opts = _Options.of(options)
         strict = opts.strict
         schema = dict(parameters)
+        name = opts.name or _function_name(fn)
+        # A broken schema is a programming error: say so at definition time, naming the tool and the
+        # part of the schema that is wrong, in the history check's words (H91), not with jsonschema's
+        # dump of its metaschema (kept as the cause).
+        problem = schema_error(schema)
+        if problem is not None:
+            why, exc = problem
+            raise ValueError(f"the parameters of tool {name!r} {why}") from exc
         if schema.get("type") != "object":
-            raise ValueError("tool parameters must be a JSON schema of type 'object'")
+            raise ValueError(f"the parameters of tool {name!r} must be a JSON schema of type 'object'")
         if strict is None:
             strict = is_strict_schema(schema)
         elif strict and not is_strict_schema(schema):
@@ -779,7 +788,7 @@ class Tool(Generic[_P, _R]):
         summary, _ = parse_docstring(inspect.getdoc(fn))
         return cls(
             fn,
-            name=opts.name or _function_name(fn),
+            name=name,
             description=opts.description_or(summary),
             parameters=schema,
             binder=_SchemaBinder(schema),

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..core import ToolCall
 from ..errors import CallIncomplete, MissingName, SchemaViolation, UnknownTool
+from ..history import call_refusal_text, invalid_arguments_text, unknown_tool_text, wrong_kind_text
 from ._definition import Tool
 
 if TYPE_CHECKING:
@@ -78,7 +79,9 @@ def _shown(name: str | None) -> str:
 
 
 def admit(call: ToolCall, box: Toolbox) -> Admission | Refusal:
-    """Steps 1-3 of the gate (pure, no I/O). Confirmation is the executor's job."""
+    """Steps 1-3 of the gate (pure, no I/O). Confirmation is the executor's job. What the model
+    reads of a refusal is written once, in ``history/_refusals.py`` (``ts.call_error_text`` uses
+    the same words)."""
     status, error = call.status, call.error
     parsed_ok = status == "ready" or (
         status == "invalid" and isinstance(error, (SchemaViolation, UnknownTool))
@@ -87,18 +90,10 @@ def admit(call: ToolCall, box: Toolbox) -> Admission | Refusal:
         return _not_ready(call)
     t = box.get(call.name)
     if t is None:
-        return Refusal(
-            "unknown_tool",
-            f"Error: there is no tool named {_shown(call.name)}; the call was not run. "
-            f"Available tools: {', '.join(box.names) or 'none'}.",
-        )
+        return Refusal("unknown_tool", unknown_tool_text(call.name, box.names))
     if t.custom != (call.type == "custom"):
         # A custom tool's text never reaches a function that expects JSON arguments, nor the reverse.
-        if t.custom:
-            said = f"{_shown(call.name)} is a custom tool: call it with its text input, not JSON arguments"
-        else:
-            said = f"{_shown(call.name)} is a function tool: call it with JSON arguments, not text input"
-        return Refusal("unknown_tool", f"Error: {said}; the call was not run.")
+        return Refusal("unknown_tool", wrong_kind_text(call.name, t.custom))
     return check_arguments(call.name or "", t, call.parsed)
 
 
@@ -106,43 +101,18 @@ def check_arguments(name: str, t: Tool, parsed: Any) -> Admission | Refusal:
     """Step 3 alone (the eager dispatcher uses it on arguments that are complete but not sealed)."""
     kwargs, problems = t.bind(parsed)
     if kwargs is None:
-        listing = "\n".join(f"- {p}" for p in problems)
-        return Refusal(
-            "invalid_arguments",
-            f"Error: invalid arguments for {name}; the call was not run.\n{listing}\n"
-            f"Call {name} again with corrected arguments.",
-            tuple(problems),
-        )
+        return Refusal("invalid_arguments", invalid_arguments_text(name, problems), tuple(problems))
     return Admission(t, kwargs)
 
 
 def _not_ready(call: ToolCall) -> Refusal:
-    name = _shown(call.name)
     error = call.error
+    text = call_refusal_text(call.name, call.status, error, call.type == "custom")
     if call.status == "incomplete" or isinstance(error, CallIncomplete):
-        return Refusal(
-            "incomplete",
-            f"Error: the call to {name} was cut off before its arguments were complete; it was not run.",
-        )
-    if call.status == "open":
-        return Refusal("not_ready", f"Error: the call to {name} was still streaming; it was not run.")
-    if isinstance(error, MissingName):
-        return Refusal(
-            "not_ready",
-            "Error: this tool call had no function name, so it was not run. "
-            "Call one of the available tools by name.",
-        )
-    why = error.message if error is not None else "the call is not ready"
-    again = (
-        "Send the call again as a custom tool call, its input as the tool's format asks."
-        if call.type == "custom"
-        else "Send the call again with the arguments as one complete JSON object."
-    )
-    return Refusal(
-        "not_ready",
-        f"Error: the arguments of this call to {name} could not be used ({why}); it was not run. {again}",
-        (why,),
-    )
+        return Refusal("incomplete", text)
+    if call.status == "open" or isinstance(error, MissingName):
+        return Refusal("not_ready", text)
+    return Refusal("not_ready", text, (error.message if error is not None else "the call is not ready",))
 
 
 def not_approved(call: ToolCall, why: str | None = None) -> Refusal:
