@@ -2,11 +2,12 @@
 ``mypy --strict`` and pyright, and toolstitch's own API is typed as the SDK is (docs/design.md).
 
 The user code lives in tests/typecheck/:
-- ``tests/typecheck/sdk_code.py`` is written against the plain SDK; it is checked as it is and with its client lines
-  (``# CLIENT``) wrapped in ``ts.wrap(...)``;
-- ``tests/typecheck/toolstitch_code.py`` uses toolstitch's API with the SDK's types, and is also run here against
-  the local server, so it is real code;
-- ``tests/typecheck/mistakes.py`` holds mistakes each checker must report, on exactly the lines marked ``# error``.
+- ``tests/typecheck/sdk_code.py`` is written against the plain SDK; it is checked as it is and
+  with its client lines (``# CLIENT``) wrapped in ``ts.wrap(...)``;
+- ``tests/typecheck/toolstitch_code.py`` uses toolstitch's API with the SDK's types, and is also
+  run here against the local server, so it is real code;
+- ``tests/typecheck/mistakes.py`` holds mistakes each checker must report, on exactly the lines
+  marked ``# error``.
 
 Both checkers run on the installed openai release (the newest in CI) and the installed toolstitch.
 """
@@ -33,6 +34,8 @@ pytest.importorskip("openai.types.responses", reason="this openai has no Respons
 
 HERE = Path(__file__).parent / "typecheck"
 ERROR_MARK = "# error"
+Checked = dict[str, dict[Path, set[int]]]
+"""Each checker's error lines, per file."""
 
 
 def _wrapped_copy(source: Path, target: Path) -> Path:
@@ -96,7 +99,7 @@ def _marked(path: Path) -> set[int]:
 
 
 @pytest.fixture(scope="module")
-def checked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[Path, set[int]]]:
+def checked(tmp_path_factory: pytest.TempPathFactory) -> Checked:
     """Both checkers' errors over every file, each checker run once (they are slow to start)."""
     tmp = tmp_path_factory.mktemp("typecheck")
     files = [
@@ -109,18 +112,18 @@ def checked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[Path, se
 
 
 @pytest.mark.parametrize("checker", ["mypy", "pyright"])
-def test_sdk_code_type_checks_plain_and_wrapped(checked: dict[str, dict[Path, set[int]]], checker: str) -> None:
+def test_sdk_code_type_checks_plain_and_wrapped(checked: Checked, checker: str) -> None:
     errors = {p.name: lines for p, lines in checked[checker].items() if p.name.endswith("sdk_code.py")}
     assert errors == {"sdk_code.py": set(), "wrapped_sdk_code.py": set()}
 
 
 @pytest.mark.parametrize("checker", ["mypy", "pyright"])
-def test_toolstitch_code_type_checks(checked: dict[str, dict[Path, set[int]]], checker: str) -> None:
+def test_toolstitch_code_type_checks(checked: Checked, checker: str) -> None:
     assert checked[checker][(HERE / "toolstitch_code.py").resolve()] == set()
 
 
 @pytest.mark.parametrize("checker", ["mypy", "pyright"])
-def test_mistakes_are_type_errors_on_their_lines(checked: dict[str, dict[Path, set[int]]], checker: str) -> None:
+def test_mistakes_are_type_errors_on_their_lines(checked: Checked, checker: str) -> None:
     path = HERE / "mistakes.py"
     marked = _marked(path)
     assert len(marked) >= 10

@@ -34,7 +34,9 @@ async def direct_async_call() -> int:
     return total
 
 
-def turn(client: openai.OpenAI, messages: list[ChatCompletionMessageParam]) -> list[ChatCompletionMessageParam]:
+def turn(
+    client: openai.OpenAI, messages: list[ChatCompletionMessageParam]
+) -> list[ChatCompletionMessageParam]:
     """One turn by hand: stream, stitch, answer, extend the SDK-typed history."""
     wrapped = ts.wrap(client)
     stream = wrapped.chat.completions.create(
@@ -54,7 +56,9 @@ def turn(client: openai.OpenAI, messages: list[ChatCompletionMessageParam]) -> l
 def turn_with_results(client: openai.OpenAI, messages: list[ChatCompletionMessageParam]) -> None:
     box = ts.Toolbox([get_weather])
     wrapped = ts.wrap(client)
-    stream = wrapped.chat.completions.create(model="gpt-4o", messages=messages, tools=box.definitions(), stream=True)
+    stream = wrapped.chat.completions.create(
+        model="gpt-4o", messages=messages, tools=box.definitions(), stream=True
+    )
     completion = stream.get_final_completion()
     messages.append(ts.assistant_message(completion))
     messages.extend(ts.tool_messages(box.execute(stream.tool_calls)))
@@ -81,20 +85,31 @@ def responses_turn(client: openai.OpenAI, items: ResponseInputParam) -> Response
 def run_chat(client: openai.OpenAI) -> list[ChatCompletionMessageParam]:
     history: list[ChatCompletionMessageParam] = [{"role": "user", "content": "weather in Paris?"}]
     result = ts.run(
-        client, model="gpt-4o", messages=history, toolbox=ts.Toolbox([get_weather]), max_steps=3, temperature=0
+        client,
+        model="gpt-4o",
+        messages=history,
+        toolbox=ts.Toolbox([get_weather]),
+        max_steps=3,
+        temperature=0,
     )
     again = ts.run(client, model="gpt-4o", messages=result.messages, toolbox=[get_weather], eager=False)
     return again.messages
 
 
 def run_responses(client: openai.OpenAI) -> ResponseInputParam:
-    result = ts.run(client, api="responses", model="gpt-4o", input="weather?", toolbox=[get_weather], store=False)
+    result = ts.run(
+        client, api="responses", model="gpt-4o", input="weather?", toolbox=[get_weather], store=False
+    )
     return result.input
 
 
 async def arun_chat(client: openai.AsyncOpenAI) -> str | None:
     result = await ts.arun(
-        client, model="gpt-4o", messages=[{"role": "user", "content": "hi"}], toolbox=[get_weather], max_steps=2
+        client,
+        model="gpt-4o",
+        messages=[{"role": "user", "content": "hi"}],
+        toolbox=[get_weather],
+        max_steps=2,
     )
     return result.output_text
 
