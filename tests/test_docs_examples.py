@@ -365,3 +365,27 @@ def test_the_guard_hands_on_every_chunk_but_the_finish() -> None:
     lines = output("docs/frameworks.md", "What a framework raises with `guard=True`").splitlines()
     assert lines[:-1] and set(lines[:-1]) == {"chunk, finish_reason: None"}
     assert lines[-1] == """refused: get_weather invalid MalformedArguments '{"city": "Par'"""
+
+
+def test_the_sse_example_sends_every_event_in_order() -> None:
+    lines = output("docs/streaming.md", "Sending events to a browser").splitlines()
+    assert lines == [
+        "step_started 0",
+        "tool_call_started 0",
+        "arguments_delta 0",
+        "call_dispatched 0",
+        "arguments_complete 0",
+        "tool_call_ready 0",
+        "choice_finished 0",
+        "stream_ended 0",
+        "response_received 0",
+        "call_finished 0",
+        "step_finished 0",
+        "step_started 1",
+        "content_delta 1",
+        "choice_finished 1",
+        "stream_ended 1",
+        "response_received 1",
+        "step_finished 1",
+        "run_finished ",
+    ]
