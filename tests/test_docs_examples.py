@@ -187,7 +187,14 @@ def test_the_readme_is_for_users() -> None:
     assert "pip install toolstitch" in head
     assert 'pip install "toolstitch[postgres]"' in head and 'pip install "toolstitch[otel]"' in head
     first = next(b for b in blocks(ROOT / "README.md") if runs_here(b))
-    assert len(first.code.splitlines()) <= 15
+    assert first.heading == "toolstitch", "the first example is on the first screen, before any section"
+    lines = first.code.splitlines()
+    before = next(n for n, line in enumerate(lines) if "# Before:" in line)
+    after = next(n for n, line in enumerate(lines) if "# After:" in line)
+    assert before <= 8, "at most a few lines of set-up before the example itself"
+    assert len([line for line in lines[before:] if line.strip()]) <= 10  # the before/after: 10 lines
+    assert "ts.wrap(" in lines[after] and "stream.tool_calls" in first.code
+    assert "ts.assistant_message(" in first.code
     for page in ("docs/refusals.md", "docs/streaming.md", "docs/production.md", "docs/workers.md"):
         assert f"]({REPOSITORY}/blob/main/{page})" in readme, page
     for gone in ("_speedups", "TOOLSTITCH_PURE_PYTHON", "./dev matrix", *OUTSIDE):
@@ -282,7 +289,10 @@ def test_nothing_points_outside_the_repository() -> None:
 
 
 def test_the_first_example_runs_on_the_local_server() -> None:
-    assert output("README.md", "A first stream") == "ready get_weather {'city': 'Paris'}\n"
+    assert output("README.md", "toolstitch").splitlines() == [
+        "{'city': 'Paris'}",
+        "ready get_weather {'city': 'Paris'}",
+    ]
 
 
 def test_the_history_example_is_accepted() -> None:
