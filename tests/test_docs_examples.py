@@ -313,11 +313,21 @@ def test_the_streaming_example_shows_a_partial_city_first() -> None:
 def test_the_production_page_has_its_examples() -> None:
     headings = [b.heading for b in blocks(ROOT / "docs" / "production.md") if b.language == "python"]
     assert headings == [
+        "The agent loop in production",
         "Asking before a tool runs: the confirm callback",
         "Watching the loop: `on_event` and timings",
         "What the model is told when a tool fails",
         "Approvals that wait for a person",
         "Tracing with OpenTelemetry",
+    ]
+
+
+def test_tools_take_a_models_fields_and_may_leave_out_a_nullable_argument() -> None:
+    assert output("docs/production.md", "The agent loop in production").splitlines() == [
+        "['city', 'zip']",
+        "ship ready ok shipping to 0150 Oslo",
+        "forecast ready ok sunny in Oslo, 21 degrees celsius",
+        "done Shipped; sunny.",
     ]
 
 
