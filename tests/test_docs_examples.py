@@ -409,3 +409,14 @@ def test_the_sse_example_sends_every_event_in_order() -> None:
         "step_finished 1",
         "run_finished ",
     ]
+
+
+@pytest.mark.parametrize("page", sorted((ROOT / "docs").glob("*.md")), ids=lambda p: p.name)
+def test_every_page_opens_with_an_example(page: Path) -> None:
+    """Each page under docs/ shows a runnable example (a python block this suite runs) before its
+    prose: at most three lines of text come before it, under the title."""
+    found = blocks(page)
+    assert found and runs_here(found[0]), f"{page.name}: the first block is not a python example that runs"
+    lines = page.read_text(encoding="utf-8").splitlines()[: found[0].line - 1]
+    prose = [line for line in lines[1:] if line.strip() and not line.startswith(("#", "<!--"))]
+    assert len(prose) <= 3, f"{page.name}: {len(prose)} lines of prose before the first example"
