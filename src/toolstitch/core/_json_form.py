@@ -48,8 +48,9 @@ class JSONForm:
     def to_dict(self) -> dict[str, Any]:
         """This event as JSON-safe data: ``{"type": "tool_call_ready", "call": {...}, ...}``."""
         form: dict[str, Any] = {"type": event_type(type(self))}
-        for name in getattr(type(self), "__dataclass_fields__", {}):
-            form[name] = json_form(getattr(self, name))
+        if is_dataclass(self):
+            for field in fields(self):
+                form[field.name] = json_form(getattr(self, field.name))
         return form
 
 
