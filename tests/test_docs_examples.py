@@ -187,7 +187,14 @@ def test_the_readme_is_for_users() -> None:
     assert "pip install toolstitch" in head
     assert 'pip install "toolstitch[postgres]"' in head and 'pip install "toolstitch[otel]"' in head
     first = next(b for b in blocks(ROOT / "README.md") if runs_here(b))
-    assert len(first.code.splitlines()) <= 15
+    assert first.heading == "toolstitch", "the first example is on the first screen, before any section"
+    lines = first.code.splitlines()
+    before = next(n for n, line in enumerate(lines) if "# Before:" in line)
+    after = next(n for n, line in enumerate(lines) if "# After:" in line)
+    assert before <= 8, "at most a few lines of set-up before the example itself"
+    assert len([line for line in lines[before:] if line.strip()]) <= 10  # the before/after: 10 lines
+    assert "ts.wrap(" in lines[after] and "stream.tool_calls" in first.code
+    assert "ts.assistant_message(" in first.code
     for page in ("docs/refusals.md", "docs/streaming.md", "docs/production.md", "docs/workers.md"):
         assert f"]({REPOSITORY}/blob/main/{page})" in readme, page
     for gone in ("_speedups", "TOOLSTITCH_PURE_PYTHON", "./dev matrix", *OUTSIDE):
@@ -282,7 +289,10 @@ def test_nothing_points_outside_the_repository() -> None:
 
 
 def test_the_first_example_runs_on_the_local_server() -> None:
-    assert output("README.md", "A first stream") == "ready get_weather {'city': 'Paris'}\n"
+    assert output("README.md", "toolstitch").splitlines() == [
+        "{'city': 'Paris'}",
+        "ready get_weather {'city': 'Paris'}",
+    ]
 
 
 def test_the_history_example_is_accepted() -> None:
@@ -303,11 +313,21 @@ def test_the_streaming_example_shows_a_partial_city_first() -> None:
 def test_the_production_page_has_its_examples() -> None:
     headings = [b.heading for b in blocks(ROOT / "docs" / "production.md") if b.language == "python"]
     assert headings == [
+        "The agent loop in production",
         "Asking before a tool runs: the confirm callback",
         "Watching the loop: `on_event` and timings",
         "What the model is told when a tool fails",
         "Approvals that wait for a person",
         "Tracing with OpenTelemetry",
+    ]
+
+
+def test_tools_take_a_models_fields_and_may_leave_out_a_nullable_argument() -> None:
+    assert output("docs/production.md", "The agent loop in production").splitlines() == [
+        "['city', 'zip']",
+        "ship ready ok shipping to 0150 Oslo",
+        "forecast ready ok sunny in Oslo, 21 degrees celsius",
+        "done Shipped; sunny.",
     ]
 
 
@@ -365,3 +385,38 @@ def test_the_guard_hands_on_every_chunk_but_the_finish() -> None:
     lines = output("docs/frameworks.md", "What a framework raises with `guard=True`").splitlines()
     assert lines[:-1] and set(lines[:-1]) == {"chunk, finish_reason: None"}
     assert lines[-1] == """refused: get_weather invalid MalformedArguments '{"city": "Par'"""
+
+
+def test_the_sse_example_sends_every_event_in_order() -> None:
+    lines = output("docs/streaming.md", "Sending events to a browser").splitlines()
+    assert lines == [
+        "step_started 0",
+        "tool_call_started 0",
+        "arguments_delta 0",
+        "call_dispatched 0",
+        "arguments_complete 0",
+        "tool_call_ready 0",
+        "choice_finished 0",
+        "stream_ended 0",
+        "response_received 0",
+        "call_finished 0",
+        "step_finished 0",
+        "step_started 1",
+        "content_delta 1",
+        "choice_finished 1",
+        "stream_ended 1",
+        "response_received 1",
+        "step_finished 1",
+        "run_finished ",
+    ]
+
+
+@pytest.mark.parametrize("page", sorted((ROOT / "docs").glob("*.md")), ids=lambda p: p.name)
+def test_every_page_opens_with_an_example(page: Path) -> None:
+    """Each page under docs/ shows a runnable example (a python block this suite runs) before its
+    prose: at most three lines of text come before it, under the title."""
+    found = blocks(page)
+    assert found and runs_here(found[0]), f"{page.name}: the first block is not a python example that runs"
+    lines = page.read_text(encoding="utf-8").splitlines()[: found[0].line - 1]
+    prose = [line for line in lines[1:] if line.strip() and not line.startswith(("#", "<!--"))]
+    assert len(prose) <= 3, f"{page.name}: {len(prose)} lines of prose before the first example"

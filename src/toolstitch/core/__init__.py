@@ -27,6 +27,7 @@ other layer is built on :class:`Accumulator`. What lives where:
 * :mod:`._recover`      opt-in recovery of tool calls a server wrote as text.
 * :mod:`._preview`      display-only previews of arguments still streaming.
 * :mod:`._events`, :mod:`._anomaly`, :mod:`._limits`: the values the core hands out.
+* :mod:`._json_form`    every event's JSON form (``to_dict()``), shared with the run events.
 
 The layers above use the core through this module only (an import-linter contract in pyproject.toml
 and tests/test_architecture.py hold every package to its ``__init__``). ``__all__`` holds the names
@@ -60,6 +61,7 @@ from ._events import (
     ToolCallReady,
     ToolCallStarted,
 )
+from ._json_form import JSONForm, json_form
 from ._limits import Limits
 from ._parse import parse_arguments
 from ._responses import ResponseAccumulator, chat_tool_choice, chat_tools
@@ -89,6 +91,7 @@ __all__ = [
     "ContentDelta",
     "Event",
     "InputFormat",
+    "JSONForm",
     "Limits",
     "ReasoningDelta",
     "RefusalDelta",
@@ -104,6 +107,7 @@ __all__ = [
     "TrustedGrammar",
     "chat_tool_choice",
     "chat_tools",
+    "json_form",
     "now",
     "parse_arguments",
     "read_format",

@@ -68,6 +68,7 @@ from ._anomaly import Anomaly, AnomalyCode
 from ._clock import CLOCK_ANCHOR, now, timings_dict, wall_clock
 from ._early import EarlyCheck
 from ._events import ArgumentsComplete, ArgumentsMalformed, ToolCallInvalid, arguments_delta
+from ._json_form import JSONForm, error_form, json_form
 from ._limits import Limits
 from ._parse import has_lone_surrogate, join_surrogate_pairs, parse_arguments, parse_input
 from ._preview import Preview
@@ -168,7 +169,7 @@ def push(parts: list[str], text: str) -> None:
         parts.append(joined)
 
 
-class ToolCall:
+class ToolCall(JSONForm):
     """A tool call assembled from fragments, then sealed and checked. Read-only for users.
 
     ``choice``     the choice index the call belongs to
@@ -417,6 +418,28 @@ class ToolCall:
             return state.read(self._text_from(state.consumed))
         except Exception:  # display only: never raise
             return None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The call as JSON-safe data, as it stands now (``_json_form.py``): ``id``, ``name``,
+        ``type``, ``index``, ``choice``, ``status``, ``arguments`` (the raw text), ``parsed``,
+        ``preview``, ``error`` (``{"type", "code", "message"}`` or None) and ``anomalies``
+        (``{"code", "message"}`` each). Never raises."""
+        error = self._error
+        return {
+            "id": json_form(self._id),
+            "name": json_form(self._name),
+            "type": json_form(self._type),
+            "index": self._index,
+            "choice": self._choice,
+            "status": self._status,
+            "arguments": json_form(self.arguments),
+            "parsed": json_form(self._parsed),
+            "preview": json_form(self.preview),
+            "error": None if error is None else error_form(error),
+            "anomalies": [
+                {"code": json_form(a.code), "message": json_form(a.message)} for a in self._anomalies
+            ],
+        }
 
     @property
     def sealed(self) -> bool:

@@ -3,7 +3,8 @@
 Frozen, slotted value objects in the manner of ``h11``: each says one thing that just happened, so a
 UI can show progress, a logger can log, and an executor can start work, without polling the
 accumulator's state. Events carry the live :class:`~toolstitch.ToolCall`; read its ``status``
-rather than assuming one: only ``ToolCallReady`` means "safe to execute".
+rather than assuming one: only ``ToolCallReady`` means "safe to execute". ``event.to_dict()`` is an
+event's JSON form (``_json_form.py``): ``{"type": "tool_call_ready", "call": {...}}``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ToolCallError
 from ._anomaly import Anomaly
+from ._json_form import JSONForm
 
 if TYPE_CHECKING:  # the owner of a call's life (``_call.py``) builds events itself
     from ._call import ToolCall
@@ -36,7 +38,7 @@ __all__ = [
 
 
 @dataclass(frozen=True, slots=True)
-class ContentDelta:
+class ContentDelta(JSONForm):
     """Text content arrived for a choice."""
 
     choice: int
@@ -44,7 +46,7 @@ class ContentDelta:
 
 
 @dataclass(frozen=True, slots=True)
-class RefusalDelta:
+class RefusalDelta(JSONForm):
     """Refusal text arrived for a choice."""
 
     choice: int
@@ -52,7 +54,7 @@ class RefusalDelta:
 
 
 @dataclass(frozen=True, slots=True)
-class ReasoningDelta:
+class ReasoningDelta(JSONForm):
     """Reasoning text arrived (``field`` is the provider's name: ``reasoning_content``, ``reasoning``)."""
 
     choice: int
@@ -61,14 +63,14 @@ class ReasoningDelta:
 
 
 @dataclass(frozen=True, slots=True)
-class ToolCallStarted:
+class ToolCallStarted(JSONForm):
     """A new tool call opened (its id and name may still be missing)."""
 
     call: ToolCall
 
 
 @dataclass(frozen=True, slots=True)
-class ArgumentsDelta:
+class ArgumentsDelta(JSONForm):
     """Argument text was appended to a call. For previews only: never execute on this."""
 
     call: ToolCall
@@ -76,14 +78,14 @@ class ArgumentsDelta:
 
 
 @dataclass(frozen=True, slots=True)
-class ArgumentsComplete:
+class ArgumentsComplete(JSONForm):
     """The call's top-level JSON value just closed. Not sealed yet: wait for ``ToolCallReady``."""
 
     call: ToolCall
 
 
 @dataclass(frozen=True, slots=True)
-class ArgumentsMalformed:
+class ArgumentsMalformed(JSONForm):
     """The call's text can no longer become valid JSON (found while streaming)."""
 
     call: ToolCall
@@ -92,14 +94,14 @@ class ArgumentsMalformed:
 
 
 @dataclass(frozen=True, slots=True)
-class ToolCallReady:
+class ToolCallReady(JSONForm):
     """The call is sealed, parsed and valid: safe to execute."""
 
     call: ToolCall
 
 
 @dataclass(frozen=True, slots=True)
-class ToolCallInvalid:
+class ToolCallInvalid(JSONForm):
     """The call is sealed but unusable; ``error`` says why and keeps the raw text."""
 
     call: ToolCall
@@ -107,14 +109,14 @@ class ToolCallInvalid:
 
 
 @dataclass(frozen=True, slots=True)
-class ToolCallIncomplete:
+class ToolCallIncomplete(JSONForm):
     """The stream ended before the call was sealed."""
 
     call: ToolCall
 
 
 @dataclass(frozen=True, slots=True)
-class ChoiceFinished:
+class ChoiceFinished(JSONForm):
     """A choice received its ``finish_reason``; its calls are now sealed."""
 
     choice: int
@@ -122,14 +124,14 @@ class ChoiceFinished:
 
 
 @dataclass(frozen=True, slots=True)
-class AnomalyRecorded:
+class AnomalyRecorded(JSONForm):
     """The provider did something the reference stream does not; see ``anomaly.code``."""
 
     anomaly: Anomaly
 
 
 @dataclass(frozen=True, slots=True)
-class StreamEnded:
+class StreamEnded(JSONForm):
     """The input ended (normally, or with ``error``)."""
 
     error: BaseException | None

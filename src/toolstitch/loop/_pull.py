@@ -41,6 +41,7 @@ from collections.abc import AsyncGenerator, Generator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, overload
 
+from ..core import JSONForm
 from ._results import RequestRetried, ResponseReceived, RunEvent, RunResult, StepFinished, StepStarted
 from ._run import arun, run
 from ._stream_event import StreamEvent
@@ -60,7 +61,7 @@ _STOP_POINTS = (StepStarted, RequestRetried, StreamEvent, ResponseReceived, Step
 
 
 @dataclass(frozen=True, slots=True)
-class RunFinished:
+class RunFinished(JSONForm):
     """The last event of ``run_events``/``arun_events``: the run is over; ``result`` is what
     ``run``/``arun`` return."""
 

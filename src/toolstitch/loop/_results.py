@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 from openai.types.chat import ChatCompletion
 
-from ..core import Anomaly, ToolCall
+from ..core import Anomaly, JSONForm, ToolCall, json_form
 from ..tools import ToolResult, call_event
 from ._stream_event import StreamEvent
 from ._timeline import Timeline
@@ -160,14 +160,14 @@ class RunResult:
 
 
 @dataclass(frozen=True, slots=True)
-class StepStarted:
+class StepStarted(JSONForm):
     """A step is about to send its request."""
 
     step: int
 
 
 @dataclass(frozen=True, slots=True)
-class RequestRetried:
+class RequestRetried(JSONForm):
     """A request failed before any call was sealed; it is sent again after ``wait`` seconds."""
 
     step: int
@@ -177,7 +177,7 @@ class RequestRetried:
 
 
 @dataclass(frozen=True, slots=True)
-class ResponseReceived:
+class ResponseReceived(JSONForm):
     """The stream is sealed and ``message`` was appended to the history: save it here to resume an
     interrupted run (its calls have not run yet). With ``api="responses"``, ``completion`` is the
     ``Response`` and ``message`` is ``{"items": [...]}``, the output items appended to ``input``."""
@@ -188,7 +188,7 @@ class ResponseReceived:
 
 
 @dataclass(frozen=True, slots=True)
-class CallDispatched:
+class CallDispatched(JSONForm):
     """A call passed the gate and started (``eager``: before its stream was sealed)."""
 
     step: int
@@ -197,7 +197,7 @@ class CallDispatched:
 
 
 @dataclass(frozen=True, slots=True)
-class StreamAbandoned:
+class StreamAbandoned(JSONForm):
     """``fail_fast``: ``call`` was refused while the model was still writing it (``reason``); the
     stream was closed and the next request tells the model ``correction``."""
 
@@ -208,7 +208,7 @@ class StreamAbandoned:
 
 
 @dataclass(frozen=True, slots=True)
-class CallAwaitingApproval:
+class CallAwaitingApproval(JSONForm):
     """A call needs approval and the toolbox has no callback: it waits for ``run(approvals=...)``.
 
     ``call.id`` is the id the history carries (the key of ``approvals``)."""
@@ -218,7 +218,7 @@ class CallAwaitingApproval:
 
 
 @dataclass(frozen=True, slots=True)
-class CallFinished:
+class CallFinished(JSONForm):
     """A call has its result (run, refused, reused, timed out); ``result.timings`` has the breakdown."""
 
     step: int
@@ -231,10 +231,18 @@ class CallFinished:
 
 
 @dataclass(frozen=True, slots=True)
-class StepFinished:
+class StepFinished(JSONForm):
     """A step is over; ``step.timings`` has the breakdown."""
 
     step: Step
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"type": "step_finished", "step": <its index>, <the Step's other fields>...}``: the
+        step number as in every other run event."""
+        form = json_form(self.step)
+        if not isinstance(form, dict):
+            return {"type": "step_finished", "step": form}
+        return {"type": "step_finished", "step": form.pop("index", None), **form}
 
 
 RunEvent = (

@@ -14,15 +14,23 @@ act on: only the calls of ``ToolCallReady`` run, and only after the gate.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from ..core import Event
+from ..core import Event, JSONForm, json_form
 
 __all__ = ["StreamEvent"]
 
 
 @dataclass(frozen=True, slots=True)
-class StreamEvent:
+class StreamEvent(JSONForm):
     """An event of step ``step``'s stream (``event``: one of ``toolstitch.events``' stream events)."""
 
     step: int
     event: Event
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stream event's own form with its step: ``{"type": "content_delta", "step": 0, ...}``."""
+        inner = json_form(self.event)
+        if not isinstance(inner, dict):  # not one of toolstitch's events
+            inner = {"event": inner}
+        return {"type": inner.pop("type", "stream_event"), "step": self.step, **inner}

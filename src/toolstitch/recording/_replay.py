@@ -40,7 +40,7 @@ from ._recorder import FORMAT
 from ._responses_contract import read_responses_contract, responses_accumulator
 from ._timeline import Timeline, TimelineBuilder
 
-__all__ = ["MAX_OFFSET_MS", "Replay", "replay"]
+__all__ = ["MAX_OFFSET_MS", "Outcome", "Replay", "replay"]
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
 #: The largest offset a recording may hold: a week, in milliseconds. A stream is never open that
@@ -49,6 +49,11 @@ MAX_OFFSET_MS = 7 * 24 * 3600 * 1000.0
 
 
 Format = Literal["recording", "chunks", "sse"]
+Outcome = Literal["completed", "error", "closed", "truncated"]
+"""How a replayed stream ended (:attr:`Replay.outcome`): ``completed``; ``error`` (the SDK raised,
+or a raw body's error event); ``closed`` (the caller closed the stream early); ``truncated`` (a
+recording without its footer: the process died while it streamed). The footer's first three are
+the recorder's (``_recorder.py``)."""
 
 
 class Replay:
@@ -328,7 +333,8 @@ class Replay:
 
     @property
     def outcome(self) -> str:
-        """``completed``, ``error``, ``closed`` (by the caller), or ``truncated`` (no footer)."""
+        """One of :data:`Outcome`: ``completed``, ``error``, ``closed`` (by the caller), or
+        ``truncated`` (no footer). A footer's own word is returned as it is written."""
         if self.footer is not None:
             return str(self.footer.get("outcome", "completed"))
         if self.header is not None:
