@@ -157,8 +157,19 @@ def _snapshot(call: ts.ToolCall) -> tuple[Any, ...]:
 
 
 def _same(now: tuple[Any, ...], then: tuple[Any, ...]) -> bool:
-    """Equal, except that an id missing at seal may have been synthesized since."""
-    return now == then or (then[2] is None and now[:2] == then[:2] and now[3] == then[3])
+    """Equal, except that an id unusable at seal may have been synthesized since: none at all, or
+    one holding a lone surrogate, which no request can carry back (``core/_route.py``'s
+    ``ensure_ids`` replaces both when the message needs its ids)."""
+    unusable = then[2] is None or (isinstance(then[2], str) and _lone_surrogate(then[2]))
+    return now == then or (unusable and now[:2] == then[:2] and now[3] == then[3])
+
+
+def _lone_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _check_ready(call: ts.ToolCall) -> None:
