@@ -61,7 +61,7 @@ from ._events import (
     ToolCallReady,
     ToolCallStarted,
 )
-from ._json_form import JSONForm, json_form
+from ._json_form import JSONForm, json_form, model_fields
 from ._limits import Limits
 from ._parse import parse_arguments
 from ._responses import ResponseAccumulator, chat_tool_choice, chat_tools
@@ -108,6 +108,7 @@ __all__ = [
     "chat_tool_choice",
     "chat_tools",
     "json_form",
+    "model_fields",
     "now",
     "parse_arguments",
     "read_format",

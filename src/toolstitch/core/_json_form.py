@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 from ..errors import ToolCallError
 from ._serialisable import valid_unicode
 
-__all__ = ["MAX_DEPTH", "TOO_DEEP", "JSONForm", "error_form", "event_type", "json_form"]
+__all__ = ["MAX_DEPTH", "TOO_DEEP", "JSONForm", "error_form", "event_type", "json_form", "model_fields"]
 
 MAX_DEPTH = 200
 """Deepest container written out: arguments are bounded deeper than this by ``Limits.max_depth``."""
@@ -104,7 +104,7 @@ def _form(value: Any, depth: int) -> Any:
             # Python mode: a NaN stays a float here (JSON mode would write null), and is spelt below.
             return json_form(dump(mode="python", by_alias=True, warnings=False), deeper)
         except Exception:  # too deep for pydantic, or a model that cannot dump itself: its fields
-            return json_form(_model_fields(value), deeper)
+            return json_form(model_fields(value), deeper)
     return valid_unicode(repr(value))
 
 
@@ -112,8 +112,9 @@ def _key(key: Any) -> str:
     return valid_unicode(key if type(key) is str else str(key))
 
 
-def _model_fields(model: Any) -> dict[str, Any]:
-    """A pydantic model's fields and extra fields, read without serialising."""
+def model_fields(model: Any) -> dict[str, Any]:
+    """A pydantic model's fields and extra fields, read without serialising (for a model too deep
+    for pydantic, or one that cannot dump itself; ``recording/_plain.py`` reads models so too)."""
     found = {k: v for k, v in vars(model).items() if not k.startswith("_")}
     extra = getattr(model, "__pydantic_extra__", None)
     if isinstance(extra, dict):

@@ -14,6 +14,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from ..core import model_fields
+
 __all__ = ["MAX_DEPTH", "TOO_DEEP", "is_sentinel", "plain"]
 
 MAX_DEPTH = 100
@@ -51,14 +53,5 @@ def plain(value: Any, *, finite: bool = False, depth: int = 0) -> Any:
         try:
             return plain(dump(mode="json", warnings=False), finite=finite, depth=deeper)
         except Exception:  # too deep for pydantic, or a model that cannot serialise itself
-            return plain(_fields(value), finite=finite, depth=deeper)
+            return plain(model_fields(value), finite=finite, depth=deeper)
     return repr(value)
-
-
-def _fields(model: Any) -> dict[str, Any]:
-    """A pydantic model's fields and extra fields, read without serialising."""
-    fields = {k: v for k, v in vars(model).items() if not k.startswith("_")}
-    extra = getattr(model, "__pydantic_extra__", None)
-    if isinstance(extra, dict):
-        fields.update(extra)
-    return fields
