@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import errors as errors
 from . import events as events
+from . import mcp as mcp
 from . import metrics as metrics
 from ._version import __version__ as __version__
 from .client import (

@@ -16,6 +16,8 @@ The hierarchy::
     │   ├── RecordingFormatError (also ValueError)   a file that is no recording nor SSE body
     │   ├── LedgerUnavailableError       a ledger's database could not be reached or used (nothing ran)
     │   ├── ToolError                    raised by a tool on purpose: its text reaches the model verbatim
+    │   │   └── OutcomeUnknown           a call's way to its effect broke mid-call (an MCP server died)
+    │   ├── MCPServerError               an MCP server could not be started or listed (toolbox build)
     │   ├── ApprovalError (also ValueError)          run(approvals=...) named no call awaiting approval
     │   ├── ResumeUnavailableError (also NotImplementedError)  ts.resume: this openai cannot resume
     │   ├── UnsafeToolCallError (also openai.APIError)  guard=True: a choice finished with a call not ready
@@ -39,7 +41,8 @@ The hierarchy::
 
 Errors *raised* to the caller are :class:`IncompleteStreamError`, :class:`HistoryError`,
 :class:`CallNotReadyError`, :class:`UnusableMessageError`, :class:`RecordingFormatError`,
-:class:`ApprovalError` and, from a stream guarded on request, :class:`UnsafeToolCallError`.
+:class:`ApprovalError`, :class:`MCPServerError` (``Toolbox(mcp=...)``) and, from a stream guarded on
+request, :class:`UnsafeToolCallError`.
 :class:`ToolError` goes the other way: a tool raises it, toolstitch catches it. The
 :class:`ToolCallError` family is
 *recorded* on a call (``call.error``): they are exceptions so a user can ``raise call.error`` in their
@@ -78,9 +81,11 @@ __all__ = [
     "LateFragment",
     "LedgerUnavailableError",
     "LimitExceeded",
+    "MCPServerError",
     "MalformedArguments",
     "MalformedChunk",
     "MissingName",
+    "OutcomeUnknown",
     "RecordedError",
     "RecordingFormatError",
     "RecordingWarning",
@@ -351,6 +356,23 @@ class ToolError(ToolstitchError):
 
         raise ts.ToolError(f"no order {order_id}; ask the user for the number on their receipt")
     """
+
+
+class OutcomeUnknown(ToolError):
+    """A call was sent and its answer was lost: an MCP server that died, or a connection that broke,
+    during ``tools/call``. The effect may or may not have happened, so the call is never run again by
+    itself (a ``read_only`` or trusted idempotent MCP tool is tried once more on a new session first).
+    The model reads the text; the result's ``reason`` is ``"outcome_unknown"``."""
+
+
+class MCPServerError(ToolstitchError):
+    """``ts.Toolbox(mcp=[...])`` could not start an MCP server or read its tool list in time (or the
+    ``mcp`` package is missing: ``pip install 'toolstitch[mcp]'``). Nothing was offered; the cause is
+    ``__cause__``. ``server`` names the server."""
+
+    def __init__(self, server: str, message: str) -> None:
+        self.server = server
+        super().__init__(f"MCP server {server!r}: {message}")
 
 
 class ApprovalError(ToolstitchError, ValueError):

@@ -631,7 +631,10 @@ class _Loop:
         return range(len(self.steps), len(self.steps) + self.max_steps)
 
     def begin_step(self, index: int) -> _Turn:
-        """Announce step ``index`` and return its state for the twin that runs it."""
+        """Announce step ``index`` and return its state for the twin that runs it. The tools it
+        offers are read again: an MCP server may have said its list changed (``tools/_mcp_tools.py``)."""
+        if index > 0:
+            self.definitions = self.box.definitions()
         self.emit(StepStarted(index))
         return _Turn(self, index)
 

@@ -13,6 +13,10 @@
 * :mod:`._claim`       the claim protocol: exactly one execution per call (every ledger implements it).
 * :mod:`._ledger`      the in-memory (``MemoryLedger``) and SQLite ledgers.
 * :mod:`._postgres`    the PostgreSQL ledger, for a fleet of workers (psycopg 3, imported on use).
+* :mod:`._mcp`        MCP servers (``stdio``, ``http``), what their annotations may decide, what the
+  model reads of a result.
+* :mod:`._mcp_session`  one MCP server's session per toolbox: opened once, reused, opened again.
+* :mod:`._mcp_tools`  the tools of a toolbox's MCP servers, made from their lists, through the one door.
 * :mod:`._telemetry`   OpenTelemetry spans, span events and metrics (optional: ``toolstitch[otel]``).
 * :mod:`._twins`       sync and async twins with one signature (``async_twin_of``, ``bound``): here,
   the lowest layer that has twins, so that the loop above shares it through this ``__init__``.
@@ -53,6 +57,7 @@ from ._executor import (
 )
 from ._gate import Admission, admit, check_arguments
 from ._ledger import LedgerEntry, MemoryLedger, SQLiteLedger
+from ._mcp import MCPServer, http, stdio
 from ._postgres import PostgresLedger
 from ._telemetry import StreamObserver, call_event, chat_span, current, stage_event
 from ._toolbox import Toolbox
@@ -70,6 +75,7 @@ __all__ = [
     "EagerStarts",
     "ErrorMessage",
     "LedgerEntry",
+    "MCPServer",
     "MemoryLedger",
     "PostgresLedger",
     "ResultCache",
@@ -97,10 +103,12 @@ __all__ = [
     "duplicate_ids",
     "execute",
     "fingerprint",
+    "http",
     "record_waiting",
     "remember_ledger",
     "remembered_ledger",
     "stage_event",
+    "stdio",
     "tool",
     "validated_approvals",
 ]

@@ -474,6 +474,8 @@ class Tool(Generic[_P, _R]):
         self.isolation: Isolation | None = opts.isolation
         """``"thread"``, ``"process"``, or None: the toolbox's (:meth:`Toolbox.isolation_of`)."""
         self.reference = reference_of(fn)
+        self.server: str | None = None
+        """The MCP server whose tool this is (``Toolbox(mcp=[...])``); None for a Python function."""
         if self.isolation == "process":
             problem = isolation_problem(self)
             if problem is not None:

@@ -63,7 +63,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..core import ToolCall, now
-from ..errors import ToolError
+from ..errors import OutcomeUnknown, ToolError
 from ._approval import Approval, Deny, check_record
 from ._cache import ResultCache, cached
 from ._cancel import CancelToken
@@ -766,7 +766,7 @@ class _Batch:
             job.call,
             "error",
             error=self.model_text(job.call, exc),
-            reason="raised",
+            reason="outcome_unknown" if isinstance(exc, OutcomeUnknown) else "raised",
             exception=exc,
             timings=timings,
         )

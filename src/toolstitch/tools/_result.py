@@ -62,7 +62,8 @@ class ToolResult:
                    runs it) or ``"refused"`` (the gate or the ledger said no: ``reason`` says why)
     ``value``      what the function returned (``ok`` only)
     ``error``      what the model is told when the call did not succeed
-    ``reason``     a stable code: the gate's refusal reason, ``"raised"``, ``"timeout"`` …
+    ``reason``     a stable code: the gate's refusal reason, ``"raised"``, ``"timeout"``,
+                   ``"outcome_unknown"`` (an ``error``: an MCP server died during the call) …
     ``exception``  the exception the tool raised, if it raised
     ``reused``     the result was taken from the ledger; the function did not run now
     ``cached``     the result was taken from the tool's result cache (``@tool(cache=...)``): an

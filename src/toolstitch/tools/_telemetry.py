@@ -143,6 +143,9 @@ def start_tool(call: ToolCall, tool: Tool, parent: Any) -> Any:
         }
         if tool.description:
             attributes["gen_ai.tool.description"] = tool.description[:1000]
+        if tool.server is not None:  # an MCP tool: the call is the server's tools/call
+            attributes["mcp.method.name"] = "tools/call"
+            attributes["toolstitch.mcp.server"] = tool.server
         return o.tracer.start_span(
             f"execute_tool {tool.name}",
             context=parent,

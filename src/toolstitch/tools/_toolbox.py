@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 from ..core import ToolCall
 from ._definition import ConfirmCallback, Isolation, Tool, isolation_problem, tool
 from ._executor import ErrorMessage, ToolResult, aexecute, execute
+from ._mcp import MCPServer
+from ._mcp_tools import MCPTools
 from ._process import ISOLATIONS, importable_problem
 from ._runtime import Runtime
 from ._twins import async_twin_of
@@ -50,6 +52,13 @@ class Toolbox:
                        processes, kept for the next call: see ``tools/_process.py``). A tool's own
                        ``@tool(isolation=...)`` wins.
 
+    ``mcp``            MCP servers (``toolstitch.mcp.stdio(...)``, ``toolstitch.mcp.http(...)``) whose
+                       tools are offered beside the functions: each server is started and its tools
+                       listed here (``MCPServerError`` when it cannot be; ``ValueError`` when two tools
+                       share a name). Each keeps one session, reused by every call and turn, opened
+                       again after the server died, closed by :meth:`close`. Their calls pass the
+                       same door as a function's (see ``tools/_mcp_tools.py``).
+
     A toolbox owns a pool of daemon threads (and, for async tools run from sync code, an event-loop
     thread; for process tools, worker processes); :meth:`close` releases them. It is also a context
     manager.
@@ -66,6 +75,7 @@ class Toolbox:
         total_timeout: float | None = None,
         warm_timeout: float = 10.0,
         isolation: Isolation = "thread",
+        mcp: Iterable[MCPServer] = (),
     ) -> None:
         if isolation not in ISOLATIONS:
             raise ValueError(f"isolation must be 'thread' or 'process', got {isolation!r}")
@@ -92,6 +102,18 @@ class Toolbox:
                 self.add(t[0], t[1])
             else:
                 self.add(t)
+        self._mcp = MCPTools(mcp, lambda: self.runtime().loop())
+        if self._mcp:
+            try:
+                for made in self._mcp.build(self._owner_of):
+                    self._tools[made.name] = made
+            except BaseException:
+                self.close()  # the servers started so far end with it
+                raise
+
+    def _owner_of(self, name: str) -> str | None:
+        t = self._tools.get(name)
+        return None if t is None else (f"MCP server {t.server!r}'s" if t.server else "a function")
 
     def add(
         self, item: Tool | Callable[..., Any] | Mapping[str, Any], fn: Callable[..., Any] | None = None
@@ -147,7 +169,10 @@ class Toolbox:
         return list(self._tools)
 
     def definitions(self) -> list[dict[str, Any]]:
-        """The request's ``tools`` parameter."""
+        """The request's ``tools`` parameter. An MCP server that said its tool list changed is
+        listed again first (``ts.run`` asks before each request)."""
+        if self._mcp and self._mcp.changed():
+            self._mcp.refresh(self._tools)
         return [t.definition() for t in self._tools.values()]
 
     @property
@@ -183,6 +208,8 @@ class Toolbox:
         """:meth:`warm_up` with the loop async warm-ups run on given (None: the toolbox's loop
         thread): sync code that is called from a coroutine passes None, so nothing waits on a
         loop it blocks."""
+        if self._mcp:
+            self._mcp.warm_up(names)
         tools = list(self._tools.values()) if names is None else [self.get(n) for n in names]
         for t in tools:
             if t is not None and t.warm is not None:
@@ -192,7 +219,11 @@ class Toolbox:
                 self.runtime().processes().spare_soon()
 
     def warm_state(self, name: str) -> WarmUp | None:
-        """The warm-up of tool ``name`` (its status, start and end), or None when it has not started."""
+        """The warm-up of tool ``name`` (its status, start and end), or None when it has not started.
+        For an MCP tool: the latest opening of its server's session."""
+        session = self._mcp.session_of(name) if self._mcp else None
+        if session is not None:
+            return session.warm
         return self._warm_ups.get(name)
 
     @property
@@ -233,12 +264,16 @@ class Toolbox:
         return await aexecute(self, calls, **options)
 
     def close(self) -> None:
-        """Release the thread pool, the loop thread and the worker processes: refuse new calls, kill
+        """End the MCP sessions (each server is asked to exit, at most a few seconds), then release
+        the thread pool, the loop thread and the worker processes: refuse new calls, kill
         the worker processes (a process tool still running is ended), cancel the queued sync calls
         and the running async tools, and wait for what still runs at most 1 second in all
         (``CLOSE_GRACE``). A sync tool's thread cannot be killed: one still running after that (one
         abandoned past its timeout, say) finishes on its daemon thread, and the interpreter's exit
         waits for such threads at most 2 seconds in all (``EXIT_GRACE``) before it ends them."""
+        mcp = getattr(self, "_mcp", None)
+        if mcp:  # first, on the loop that is about to stop: each server is asked to exit
+            mcp.close()
         with self._runtime_lock:
             runtime, self._runtime = self._runtime, None
         if runtime is not None:

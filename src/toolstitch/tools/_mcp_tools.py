@@ -1,0 +1,186 @@
+"""The tools of a toolbox's MCP servers: made from each server's list, checked when the toolbox is
+built, read again when a server says its list changed, and run through the executor's door.
+
+Each MCP tool is a :class:`~toolstitch.tools.Tool` made with ``Tool.from_schema`` from the server's
+``inputSchema``, whose function (``CallTool`` of ``_mcp_session.py``) is the ``tools/call`` on the
+server's session. So the gate checks the arguments against the server's own schema before
+anything is sent, the ledger claims the call, the confirmation, the cache and the timeouts apply, and
+the result is recorded, exactly as for a Python function: there is no second door.
+
+A tool the model could not be offered safely is left out, with a WARNING on the ``"toolstitch"``
+logger: a name OpenAI refuses, an input schema that is no JSON Schema of an object. A name two tools
+share is refused when the toolbox is built (``ValueError``); when it appears in a later list, the
+newcomer is left out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from ..errors import MCPServerError
+from ._definition import Tool
+from ._mcp import MCPServer, offerable, policy
+from ._mcp_session import CallTool, Session, mcp_package
+
+__all__ = ["MCPTools"]
+
+logger = logging.getLogger("toolstitch")
+
+
+def _tool(session: Session, listed: Any) -> Tool | None:
+    """A :class:`Tool` for one listed MCP tool, or None (logged) when it cannot be offered."""
+    server = session.server
+    name = getattr(listed, "name", None)
+    if not isinstance(name, str) or not offerable(name):
+        logger.warning("MCP server %r: tool %r is left out: OpenAI refuses its name", server.name, name)
+        return None
+    schema = getattr(listed, "input_schema", None)
+    description = getattr(listed, "description", None)
+    if not isinstance(description, str):
+        title = getattr(listed, "title", None)
+        description = title if isinstance(title, str) else ""
+    rules = policy(server, name, getattr(listed, "annotations", None))
+    try:
+        if not isinstance(schema, dict):
+            raise ValueError("its input schema is not an object")
+        made = Tool.from_schema(
+            CallTool(session, name, rules),
+            parameters=schema,
+            name=name,
+            description=description,
+            read_only=rules.read_only,
+            confirm=rules.confirm,
+            timeout=server.timeout,
+            cache=server.cache if rules.read_only else None,
+            strict=False,
+            isolation="thread",
+        )
+    except (ValueError, TypeError, RecursionError) as exc:
+        logger.warning("MCP server %r: tool %r is left out: %s", server.name, name, exc)
+        return None
+    made.server = server.name
+    return made
+
+
+class MCPTools:
+    """The MCP servers of one toolbox and the tools they gave it. ``loop_of`` gives the toolbox's
+    loop thread, where every session lives."""
+
+    def __init__(
+        self, servers: Iterable[MCPServer], loop_of: Callable[[], asyncio.AbstractEventLoop]
+    ) -> None:
+        self.sessions: list[Session] = []
+        for s in servers:
+            if not isinstance(s, MCPServer):
+                raise TypeError(
+                    f"mcp= takes servers made by toolstitch.mcp.stdio() or .http(), got {type(s).__name__}"
+                )
+            self.sessions.append(Session(s, loop_of))
+        self.by_tool: dict[str, Session] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self.sessions)
+
+    def _listed(self, session: Session) -> list[Any]:
+        server = session.server
+        try:
+            return list(session.run(session.list_tools(), server.start_timeout))
+        except TimeoutError:
+            raise MCPServerError(
+                server.name, f"no tool list within start_timeout ({server.start_timeout:g}s)"
+            ) from None
+        except Exception as exc:
+            raise MCPServerError(server.name, f"could not be started or listed ({exc})") from exc
+
+    def build(self, taken: Callable[[str], str | None]) -> list[Tool]:
+        """Open every session and make its tools (blocking). ``taken(name)`` says who else has a
+        name (None: nobody); a clash, or a ``read_only``/``confirm`` override naming a tool the
+        server does not have, raises ``ValueError``."""
+        mcp_package()
+        made: list[Tool] = []
+        owners: dict[str, str] = {}
+        for session in self.sessions:
+            server = session.server
+            tools = [t for t in (_tool(session, listed) for listed in self._listed(session)) if t is not None]
+            names = {t.name for t in tools}
+            for what, wanted in (("read_only", server.read_only), ("confirm", server.confirm)):
+                missing = sorted(wanted - names)
+                if missing:
+                    raise ValueError(
+                        f"MCP server {server.name!r} has no tool {', '.join(map(repr, missing))} "
+                        f"(named in {what}=); it offers {sorted(names)}"
+                    )
+            for t in tools:
+                other = taken(t.name) or owners.get(t.name)
+                if other is not None:
+                    raise ValueError(
+                        f"two tools are named {t.name!r}: one of MCP server {server.name!r} and {other}"
+                    )
+                owners[t.name] = f"one of MCP server {server.name!r}"
+                self.by_tool[t.name] = session
+                made.append(t)
+        return made
+
+    def changed(self) -> bool:
+        return any(s.changed for s in self.sessions)
+
+    def refresh(self, tools: dict[str, Tool]) -> None:
+        """Read the lists of the servers that said theirs changed, and update ``tools`` (the
+        toolbox's tools by name) in place. A server that cannot be listed keeps its tools."""
+        for session in self.sessions:
+            if not session.changed or session.closed:
+                continue
+            try:
+                listed = self._listed(session)
+            except MCPServerError as exc:
+                logger.warning("%s; its tools are kept as they were", exc)
+                continue
+            for name in [n for n, s in self.by_tool.items() if s is session]:
+                del self.by_tool[name]
+                tools.pop(name, None)
+            for t in (_tool(session, item) for item in listed):
+                if t is None:
+                    continue
+                if t.name in tools:
+                    logger.warning(
+                        "MCP server %r: new tool %r is left out: another tool has its name",
+                        session.server.name,
+                        t.name,
+                    )
+                    continue
+                tools[t.name] = t
+                self.by_tool[t.name] = session
+
+    def session_of(self, name: str | None) -> Session | None:
+        return self.by_tool.get(name) if name is not None else None
+
+    def warm_up(self, names: Iterable[str | None] | None) -> None:
+        """Open (off the critical path) the sessions of the named tools (default: every server)
+        that are not open: after a death, the next request offering their tools opens a new one."""
+        if names is None:
+            sessions = list(self.sessions)
+        else:
+            sessions = [s for s in (self.session_of(n) for n in names) if s is not None]
+        for session in dict.fromkeys(sessions):
+            session.open_soon()
+
+    def close(self) -> None:
+        """Close every session (in parallel), at most a few seconds in all."""
+        opened = [s for s in self.sessions if s.started]
+        if not opened:
+            for s in self.sessions:
+                s.closed = True
+            return
+        loop = opened[0].loop()
+
+        async def close_all() -> None:
+            await asyncio.gather(*(s.close() for s in opened), return_exceptions=True)
+
+        try:
+            future = asyncio.run_coroutine_threadsafe(close_all(), loop)
+            future.result(timeout=8.0)
+        except Exception as exc:  # the loop stopped meanwhile, or a server would not end
+            logger.warning("MCP sessions did not all close in time (%s)", type(exc).__name__)
