@@ -13,6 +13,7 @@ import threading
 from pathlib import Path
 
 import anyio
+from mcp.server.caching import CacheHint
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ImageContent, TextContent, ToolAnnotations
@@ -20,7 +21,8 @@ from pydantic import BaseModel
 
 MARKS = Path(os.environ.get("MARKS", "."))
 
-server = MCPServer("toolstitch-tests")
+TTL = int(os.environ.get("LIST_TTL_MS", "0"))  # how long a client may keep the tool list (ttlMs)
+server = MCPServer("toolstitch-tests", cache_hints={"tools/list": CacheHint(ttl_ms=TTL)} if TTL else None)
 
 
 def mark(name: str, line: str = "ran") -> int:

@@ -50,9 +50,9 @@ def ran(marks: Path, name: str) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
 
 
-def on_stdio(marks: Path, **options: Any) -> mcp.MCPServer:
+def on_stdio(marks: Path, env: dict[str, str] | None = None, **options: Any) -> mcp.MCPServer:
     options.setdefault("name", "notes")
-    return mcp.stdio(sys.executable, [SERVER], env={"MARKS": str(marks)}, **options)
+    return mcp.stdio(sys.executable, [SERVER], env={"MARKS": str(marks), **(env or {})}, **options)
 
 
 def _free_port() -> int:
@@ -348,6 +348,34 @@ def test_the_next_request_warms_a_new_session_after_a_death(marks: Path, model: 
     assert result.timeline is not None
     lanes = [lane for lane in result.timeline.calls if lane.name == "echo"]
     assert lanes and lanes[0].stage("warm_up") is not None
+
+
+def test_a_list_the_server_lets_keep_builds_the_next_toolbox_without_waiting(
+    marks: Path, model: LocalServer
+) -> None:
+    server = on_stdio(marks, env={"LIST_TTL_MS": "60000"})
+    with ts.Toolbox(mcp=[server]) as first:
+        assert first.warm_state("echo") is not None  # opened to read the list
+    t0 = time.monotonic()
+    with ts.Toolbox(mcp=[server]) as box:
+        built = time.monotonic()
+        assert "echo" in box.names and box.warm_state("echo") is None  # nothing opened yet
+        model.enqueue(calls_reply([("c1", "echo", '{"text": "x"}')]), text_reply("done"))
+        result = ts.run(model.client(), model="m", messages=user(), toolbox=box)
+        warm = box.warm_state("echo")
+    assert result.results[0].ok
+    # the session opened when the request was sent, not when the toolbox was built
+    assert warm is not None and warm.started_at >= built >= t0
+    assert result.timeline is not None and result.timeline.calls[0].stage("warm_up") is not None
+    other = on_stdio(marks, env={"LIST_TTL_MS": "60000", "OTHER": "1"})  # another server: read again
+    with ts.Toolbox(mcp=[other]) as box:
+        assert box.warm_state("echo") is not None
+
+
+def test_a_list_the_server_does_not_let_keep_is_read_again(marks: Path) -> None:
+    for _ in range(2):
+        with ts.Toolbox(mcp=[on_stdio(marks)]) as box:
+            assert box.warm_state("echo") is not None
 
 
 # ----------------------------------------------------------------------------- 4. trust

@@ -188,7 +188,15 @@ class Session:
 
     def run(self, coro: Any, timeout: float | None) -> Any:
         """Run ``coro`` on the session's loop from another thread and wait at most ``timeout``."""
-        future = asyncio.run_coroutine_threadsafe(coro, self.loop())
+        loop = self.loop()
+        try:
+            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:  # waiting here would block the loop that must do the work
+            coro.close()
+            raise RuntimeError("an MCP server's list cannot be read from the toolbox's own loop")
+        future = asyncio.run_coroutine_threadsafe(coro, loop)
         try:
             return future.result(timeout)
         except concurrent.futures.TimeoutError:
@@ -346,20 +354,25 @@ class Session:
 
     # -- requests ----------------------------------------------------------------------------
 
-    async def list_tools(self) -> list[Any]:
+    async def list_tools(self) -> tuple[list[Any], int]:
         """Every tool the server lists (page by page, bounded by :data:`MAX_TOOLS` and
-        :data:`MAX_PAGES`)."""
+        :data:`MAX_PAGES`), and how many milliseconds the server says the list may be kept (its
+        ``ttlMs``, the least of its pages'; 0 when it says nothing)."""
         _, client = await self._client()
         self.changed = False
         tools: list[Any] = []
+        keep: int | None = None
         cursor: str | None = None
         for _ in range(MAX_PAGES):
             page = await client.list_tools(cursor=cursor)
             tools.extend(page.tools[: MAX_TOOLS - len(tools)])
+            ttl = getattr(page, "ttl_ms", 0)
+            ttl = ttl if type(ttl) is int and ttl > 0 else 0
+            keep = ttl if keep is None else min(keep, ttl)
             cursor = page.next_cursor
             if not cursor or len(tools) >= MAX_TOOLS:
                 break
-        return tools
+        return tools, keep or 0
 
     async def call(self, name: str, arguments: dict[str, Any]) -> Any:
         """Send ``tools/call`` once (see the module for what it comes to)."""

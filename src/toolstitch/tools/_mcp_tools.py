@@ -7,6 +7,13 @@ server's session. So the gate checks the arguments against the server's own sche
 anything is sent, the ledger claims the call, the confirmation, the cache and the timeouts apply, and
 the result is recorded, exactly as for a Python function: there is no second door.
 
+**A list the server lets us keep.** A 2026-07-28 server says how long its tool list may be kept
+(``ttlMs``; 0, the default, means not at all). Within that time a new toolbox for the same server
+(same command, arguments, environment and directory, or the same URL and headers) is built from the
+list it already read, without waiting for the server: the session then opens when the first request
+offering its tools is sent (a warm-up, while the model writes), not before. At most
+:data:`MAX_LISTS` lists are kept, in this process only.
+
 A tool the model could not be offered safely is left out, with a WARNING on the ``"toolstitch"``
 logger: a name OpenAI refuses, an input schema that is no JSON Schema of an object. A name two tools
 share is refused when the toolbox is built (``ValueError``); when it appears in a later list, the
@@ -16,10 +23,15 @@ newcomer is left out.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import logging
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ..core import now
 from ..errors import MCPServerError
 from ._definition import Tool
 from ._mcp import MCPServer, offerable, policy
@@ -28,6 +40,54 @@ from ._mcp_session import CallTool, Session, mcp_package
 __all__ = ["MCPTools"]
 
 logger = logging.getLogger("toolstitch")
+
+MAX_LISTS = 64
+"""At most this many servers' tool lists are kept (the least recently used goes first)."""
+
+
+class _Lists:
+    """The tool lists servers let this process keep, by server identity, until they expire."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._kept: OrderedDict[str, tuple[float, list[Any]]] = OrderedDict()
+
+    @staticmethod
+    def identity(server: MCPServer) -> str:
+        """What makes two descriptions the same server (never its name or the caller's options);
+        a digest, so that no header or variable is kept in the clear as a key."""
+        env = sorted(server.env.items()) if server.env is not None else None
+        parts = [server.transport, server.command, list(server.args), env, server.cwd, server.url]
+        parts.append(sorted(server.headers.items()))
+        return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()
+
+    def get(self, server: MCPServer) -> list[Any] | None:
+        key = self.identity(server)
+        with self._lock:
+            found = self._kept.get(key)
+            if found is None:
+                return None
+            if found[0] <= now():
+                del self._kept[key]
+                return None
+            self._kept.move_to_end(key)
+            return list(found[1])
+
+    def put(self, server: MCPServer, tools: list[Any], ttl_ms: int) -> None:
+        key = self.identity(server)
+        with self._lock:
+            self._kept.pop(key, None)
+            if ttl_ms > 0:
+                self._kept[key] = (now() + ttl_ms / 1000.0, list(tools))
+                while len(self._kept) > MAX_LISTS:
+                    self._kept.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._kept.clear()
+
+
+LISTS = _Lists()
 
 
 def _tool(session: Session, listed: Any) -> Tool | None:
@@ -85,9 +145,13 @@ class MCPTools:
         return bool(self.sessions)
 
     def _listed(self, session: Session) -> list[Any]:
+        """The server's tool list, read over its session (opened now, if it is not), and kept as
+        long as the server allows."""
         server = session.server
         try:
-            return list(session.run(session.list_tools(), server.start_timeout))
+            tools, ttl_ms = session.run(session.list_tools(), server.start_timeout)
+            LISTS.put(server, tools, ttl_ms)
+            return list(tools)
         except TimeoutError:
             raise MCPServerError(
                 server.name, f"no tool list within start_timeout ({server.start_timeout:g}s)"
@@ -96,15 +160,19 @@ class MCPTools:
             raise MCPServerError(server.name, f"could not be started or listed ({exc})") from exc
 
     def build(self, taken: Callable[[str], str | None]) -> list[Tool]:
-        """Open every session and make its tools (blocking). ``taken(name)`` says who else has a
-        name (None: nobody); a clash, or a ``read_only``/``confirm`` override naming a tool the
-        server does not have, raises ``ValueError``."""
+        """Make every server's tools (blocking): from the list it lets us keep, else from its
+        session, opened now. ``taken(name)`` says who else has a name (None: nobody); a clash, or a
+        ``read_only``/``confirm`` override naming a tool the server does not have, raises
+        ``ValueError``."""
         mcp_package()
         made: list[Tool] = []
         owners: dict[str, str] = {}
         for session in self.sessions:
             server = session.server
-            tools = [t for t in (_tool(session, listed) for listed in self._listed(session)) if t is not None]
+            listed = LISTS.get(server)
+            if listed is None:
+                listed = self._listed(session)
+            tools = [t for t in (_tool(session, item) for item in listed) if t is not None]
             names = {t.name for t in tools}
             for what, wanted in (("read_only", server.read_only), ("confirm", server.confirm)):
                 missing = sorted(wanted - names)
