@@ -479,10 +479,17 @@ async def test_arun_runs_mcp_tools_from_its_own_loop(marks: Path, model: LocalSe
         calls_reply([("c1", "echo", '{"text": "a"}'), ("c2", "add_note", '{"text": "b"}')]),
         text_reply("done"),
     )
-    with ts.Toolbox(mcp=[on_stdio(marks)]) as box:
-        result = await ts.arun(model.async_client(), model="m", messages=user(), toolbox=box)
+    events: list[RunEvent] = []
+    with ts.Toolbox(mcp=[on_stdio(marks, trust_annotations=True)]) as box:
+        result = await ts.arun(
+            model.async_client(), model="m", messages=user(), toolbox=box, on_event=events.append
+        )
         (again,) = await box.aexecute(sealed([("c3", "echo", '{"text": "c"}')], box.definitions()))
     assert [r.ok for r in result.results] == [True, True] and again.ok
+    assert {e.call.name: e.eager for e in events if isinstance(e, CallDispatched)} == {
+        "echo": True,
+        "add_note": False,
+    }
     assert ran(marks, "echo") == ["a", "c"] and ran(marks, "add_note") == ["b"]
 
 

@@ -283,7 +283,7 @@ class Session:
                 listener = asyncio.get_running_loop().create_task(self._listen(client))
                 life.opened.set_result(client)
                 if warm is not None:
-                    warm._settle(None)
+                    warm.settle(None)
                 await life.closing.wait()
                 listener.cancel()
                 await asyncio.wait({listener}, timeout=1.0)
@@ -293,7 +293,7 @@ class Session:
                 life.opened.set_exception(_Unreachable(f"{type(exc).__name__}: {_first_line(exc)}"))
                 life.opened.exception()  # retrieved: a call that never came would log it
             if warm is not None and warm.finished_at is None:
-                warm._settle(exc)
+                warm.settle(exc)
         finally:
             life.ended = True
             if listener is not None and not listener.done():
@@ -318,12 +318,10 @@ class Session:
         loop = asyncio.get_running_loop()
         life = self._life
         if life is None or life.ended or (life.opened.done() and life.opened.exception() is not None):
+            if life is not None:
+                life.closing.set()  # its owner leaves the dead session's client (and its tasks)
             life = self._start(loop)
-        try:
-            client = await asyncio.shield(life.opened)
-        except _Unreachable:
-            raise
-        return life, client
+        return life, await asyncio.shield(life.opened)
 
     async def open(self) -> None:
         """Open the session now unless it is open (a warm-up: never raises)."""

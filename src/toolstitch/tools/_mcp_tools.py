@@ -118,7 +118,7 @@ def _tool(session: Session, listed: Any) -> Tool | None:
             strict=False,
             isolation="thread",
         )
-    except (ValueError, TypeError, RecursionError) as exc:
+    except Exception as exc:  # a schema no validator takes (fail closed: not offered)
         logger.warning("MCP server %r: tool %r is left out: %s", server.name, name, exc)
         return None
     made.server = server.name
@@ -238,11 +238,11 @@ class MCPTools:
     def close(self) -> None:
         """Close every session (in parallel), at most a few seconds in all."""
         opened = [s for s in self.sessions if s.started]
-        if not opened:
-            for s in self.sessions:
-                s.closed = True
+        loop = opened[0].loop() if opened else None
+        for s in self.sessions:
+            s.closed = True  # nothing opens from now on
+        if loop is None:
             return
-        loop = opened[0].loop()
 
         async def close_all() -> None:
             await asyncio.gather(*(s.close() for s in opened), return_exceptions=True)

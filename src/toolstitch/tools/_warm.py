@@ -60,7 +60,8 @@ class WarmUp:
         """Seconds it ran (None while it runs)."""
         return None if self.finished_at is None else self.finished_at - self.started_at
 
-    def _settle(self, error: BaseException | None) -> None:
+    def settle(self, error: BaseException | None) -> None:
+        """Record its end (``error``: it raised). Also how an MCP session records its opening."""
         self.finished_at = now()
         if error is not None:
             self.error = error
@@ -127,7 +128,7 @@ class WarmUps:
                 )
                 thread.start()
         except BaseException as exc:  # no thread to be had, a broken loop: recorded, the tool runs cold
-            warm._settle(exc)
+            warm.settle(exc)
         return warm
 
 
@@ -135,20 +136,20 @@ def _run_sync(warm: WarmUp, fn: Callable[[], Any]) -> None:
     try:
         fn()
     except BaseException as exc:
-        warm._settle(exc)
+        warm.settle(exc)
     else:
-        warm._settle(None)
+        warm.settle(None)
 
 
 async def _run_async(warm: WarmUp, fn: Callable[[], Any]) -> None:
     try:
         await fn()
     except BaseException as exc:
-        warm._settle(exc)
+        warm.settle(exc)
         if isinstance(exc, asyncio.CancelledError):
             raise
     else:
-        warm._settle(None)
+        warm.settle(None)
 
 
 def _start_async(warm: WarmUp, fn: Callable[[], Any], loop: asyncio.AbstractEventLoop) -> None:
