@@ -55,9 +55,11 @@ class Toolbox:
     ``mcp``            MCP servers (``toolstitch.mcp.stdio(...)``, ``toolstitch.mcp.http(...)``) whose
                        tools are offered beside the functions: each server is started and its tools
                        listed here (``MCPServerError`` when it cannot be; ``ValueError`` when two tools
-                       share a name). Each keeps one session, reused by every call and turn, opened
-                       again after the server died, closed by :meth:`close`. Their calls pass the
-                       same door as a function's (see ``tools/_mcp_tools.py``).
+                       share a name), unless it let this process keep the list it gave before (its
+                       ``ttlMs``): then its session opens with the first request. Each keeps one
+                       session, reused by every call and turn, opened again after the server died,
+                       closed by :meth:`close`. Their calls pass the same door as a function's (see
+                       ``tools/_mcp_tools.py``).
 
     A toolbox owns a pool of daemon threads (and, for async tools run from sync code, an event-loop
     thread; for process tools, worker processes); :meth:`close` releases them. It is also a context
