@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import itertools
 import json
 import os
 import statistics
@@ -46,11 +45,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from turn_latency import answer_chunks  # benchmarks/ is on sys.path when run as a script
+from turn_latency import call_chunks as turn_call_chunks
+
 FIRST = 0.300  # seconds to the model's first chunk
 DELAY = 0.015  # seconds between chunks
 START = 0.300  # the MCP server's start, on top of the interpreter's
 CALL = 0.150  # seconds per MCP call
-ANSWER_CHUNKS = 30
 TTL_MS = 60_000
 # name, fragments, read-only, arguments
 CALLS = [
@@ -72,38 +73,12 @@ def server_env(ttl_ms: int) -> dict[str, str]:
 # ----------------------------------------------------------------------------- the model
 
 
-def _fragments(text: str, n: int) -> list[str]:
-    bounds = [round(k * len(text) / n) for k in range(n + 1)]
-    return [text[a:b] for a, b in itertools.pairwise(bounds) if a < b]
-
-
 def call_chunks() -> list[dict[str, Any]]:
-    """The three calls, one after the other, the header the first fragment of each."""
-    from toolstitch.testing import chunk
-
-    out = [chunk(delta={"role": "assistant", "content": None})]
-    for i, (name, n, _, args) in enumerate(CALLS):
-        header = {
-            "index": i,
-            "id": f"call_{i}",
-            "type": "function",
-            "function": {"name": name, "arguments": ""},
-        }
-        out.append(chunk(delta={"tool_calls": [header]}))
-        pieces = _fragments(json.dumps(args), n - 1)
-        out += [chunk(delta={"tool_calls": [{"index": i, "function": {"arguments": p}}]}) for p in pieces]
-    out.append(chunk(delta={}, finish_reason="tool_calls"))
-    return out
-
-
-def answer_chunks() -> list[dict[str, Any]]:
-    from toolstitch.testing import chunk
-
-    words = [f"word{k} " for k in range(ANSWER_CHUNKS - 1)]
-    out = [chunk(delta={"role": "assistant", "content": words[0]})]
-    out += [chunk(delta={"content": w}) for w in words[1:]]
-    out.append(chunk(delta={}, finish_reason="stop"))
-    return out
+    """The three calls, one after the other, the header the first fragment of each (the chunks
+    of benchmarks/turn_latency.py's model)."""
+    return turn_call_chunks(
+        [(f"call_{i}", name, json.dumps(args), n) for i, (name, n, _, args) in enumerate(CALLS)]
+    )
 
 
 def start_model() -> Any:

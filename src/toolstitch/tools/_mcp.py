@@ -78,6 +78,25 @@ def _names(value: Iterable[str], what: str) -> frozenset[str]:
     return names
 
 
+def _options(
+    trust_annotations: bool,
+    read_only: Iterable[str],
+    confirm: Iterable[str],
+    timeout: float | None,
+    start_timeout: float,
+    cache: float | None,
+) -> dict[str, Any]:
+    """The options :func:`stdio` and :func:`http` share, checked once."""
+    return {
+        "trust_annotations": bool(trust_annotations),
+        "read_only": _names(read_only, "read_only"),
+        "confirm": _names(confirm, "confirm"),
+        "timeout": timeout,
+        "start_timeout": start_timeout,
+        "cache": cache,
+    }
+
+
 def stdio(
     command: str,
     args: Sequence[str] = (),
@@ -118,12 +137,7 @@ def stdio(
         args=tuple(str(a) for a in args),
         env=dict(env) if env is not None else None,
         cwd=os.fspath(cwd) if cwd is not None else None,
-        trust_annotations=bool(trust_annotations),
-        read_only=_names(read_only, "read_only"),
-        confirm=_names(confirm, "confirm"),
-        timeout=timeout,
-        start_timeout=start_timeout,
-        cache=cache,
+        **_options(trust_annotations, read_only, confirm, timeout, start_timeout, cache),
     )
 
 
@@ -150,12 +164,7 @@ def http(
         name or parts.hostname,
         url=url,
         headers=dict(headers or {}),
-        trust_annotations=bool(trust_annotations),
-        read_only=_names(read_only, "read_only"),
-        confirm=_names(confirm, "confirm"),
-        timeout=timeout,
-        start_timeout=start_timeout,
-        cache=cache,
+        **_options(trust_annotations, read_only, confirm, timeout, start_timeout, cache),
     )
 
 
