@@ -33,6 +33,7 @@ test can hold the two against each other.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import json
@@ -51,6 +52,8 @@ from types import TracebackType
 from typing import Any, TypeAlias
 
 import openai
+
+from ._socket_server import error_event, input_items
 
 __all__ = [
     "ErrorReply",
@@ -962,6 +965,14 @@ class _RequestHandler(BaseHTTPRequestHandler):
             return
         owner = self.server.owner
         owner._record(body, {k.lower(): v for k, v in self.headers.items()})
+        previous = body.get("previous_response_id") if responses else None
+        if previous is not None and not owner._kept(previous):
+            text = f"Previous response with id '{previous}' not found."
+            error = _error_json(
+                text, "invalid_request_error", "previous_response_id", "previous_response_not_found"
+            )
+            self._send_json(400, error)
+            return
         if owner.check_history and responses:
             previous = owner._response_calls(body.get("previous_response_id"))
             problem = check_response_input(body.get("input"), previous)
@@ -987,13 +998,16 @@ class _RequestHandler(BaseHTTPRequestHandler):
             self._send_json(reply.status, reply.body)
         elif body.get("stream") is True:
             if responses:
-                owner._store_response(_response_from_events(reply.items()))
+                owner._store_response(_response_from_events(reply.items()), body.get("store") is not False)
                 if body.get("background") is True:
                     owner._store_background(reply)
+                if owner.item_delay:
+                    late = reply.first_delay + owner.item_delay * input_items(body)
+                    reply = dataclasses.replace(reply, first_delay=min(late, 3599.0))
             self._send_stream(reply)
         elif responses:
             response = _response_from_events(reply.items())
-            owner._store_response(response)
+            owner._store_response(response, body.get("store") is not False)
             self._send_json(reply.status, response, reply.headers)
         else:
             completion = _completion_from_chunks(reply.items())
@@ -1084,9 +1098,30 @@ class LocalServer:
     """
 
     def __init__(
-        self, *, check_history: bool = False, handler: Handler | None = None, examples: bool = False
+        self,
+        *,
+        check_history: bool = False,
+        handler: Handler | None = None,
+        examples: bool = False,
+        websocket: bool = False,
+        item_delay: float = 0.0,
+        websocket_lifetime: float | None = None,
     ) -> None:
+        if not 0 <= item_delay < 60:
+            raise ValueError("item_delay must be seconds from 0 to 60")
+        if websocket_lifetime is not None and not 0 < websocket_lifetime <= 3600:
+            raise ValueError("websocket_lifetime must be seconds from 0 to 3600")
         self.check_history = check_history
+        self.websocket = websocket
+        """Serve the Responses API's WebSocket mode too (``websocket_base_url``; the
+        ``openai[realtime]`` extra): ``toolstitch/_socket_server.py``."""
+        self.item_delay = item_delay
+        """The latency model: seconds added to a Responses request's time to its first event per
+        input item it carries (the items the server has not already seen), over HTTP and WebSocket."""
+        self.websocket_lifetime = websocket_lifetime
+        """Seconds after which the server closes a WebSocket connection (OpenAI's: 60 minutes)."""
+        self._socket: Any = None
+        self._stored_ids: set[str] = set()  # responses made with ``store`` not false
         self.handler: Handler | None = handler
         self.examples = examples
         self.completions: dict[str, dict[str, Any]] = {}
@@ -1123,6 +1158,10 @@ class LocalServer:
             )
             self._httpd = httpd
             self._thread.start()
+        if self.websocket and self._socket is None:
+            from ._socket_server import SocketServer
+
+            self._socket = SocketServer(self)
         return self
 
     def stop(self) -> None:
@@ -1130,6 +1169,9 @@ class LocalServer:
         threads."""
         httpd, self._httpd = self._httpd, None
         self._stopping.set()  # a stalled stream ends now
+        socket_server, self._socket = self._socket, None
+        if socket_server is not None:
+            socket_server.stop()
         if httpd is not None:
             httpd.shutdown()
             httpd.server_close()
@@ -1158,16 +1200,36 @@ class LocalServer:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
-    def client(self, **kwargs: Any) -> openai.OpenAI:
-        """A real sync client for this server; ``max_retries=0`` so errors surface at once."""
+    @property
+    def websocket_base_url(self) -> str:
+        """The WebSocket mode's base URL (``LocalServer(websocket=True)``): the SDK's
+        ``client.responses.connect()`` opens ``{websocket_base_url}/responses``."""
+        if self._socket is None:
+            raise RuntimeError("LocalServer serves WebSocket mode only with LocalServer(websocket=True)")
+        return f"ws://127.0.0.1:{self._socket.port}/v1"
+
+    @property
+    def websocket_connections(self) -> int:
+        """How many WebSocket connections the server accepted so far."""
+        return self._socket.connections if self._socket is not None else 0
+
+    def _options(self) -> dict[str, Any]:
         options: dict[str, Any] = {"base_url": self.base_url, "api_key": "test", "max_retries": 0}
+        if self._socket is not None:
+            options["websocket_base_url"] = self.websocket_base_url
+        return options
+
+    def client(self, **kwargs: Any) -> openai.OpenAI:
+        """A real sync client for this server; ``max_retries=0`` so errors surface at once. With
+        ``websocket=True`` it reaches the WebSocket mode too (``websocket_base_url``)."""
+        options = self._options()
         if "http_client" not in kwargs:
             options["http_client"] = openai.DefaultHttpxClient(verify=_tls_context())
         return openai.OpenAI(**{**options, **kwargs})
 
     def async_client(self, **kwargs: Any) -> openai.AsyncOpenAI:
         """A real async client for this server, configured like :meth:`client`."""
-        options: dict[str, Any] = {"base_url": self.base_url, "api_key": "test", "max_retries": 0}
+        options = self._options()
         if "http_client" not in kwargs:
             options["http_client"] = openai.DefaultAsyncHttpxClient(verify=_tls_context())
         return openai.AsyncOpenAI(**{**options, **kwargs})
@@ -1254,10 +1316,42 @@ class LocalServer:
             data = list(self.completions.values())
         return data or ([_completion_from_chunks(_EXAMPLE_ANSWER)] if self.examples else [])
 
-    def _store_response(self, response: dict[str, Any]) -> None:
+    def _store_response(self, response: dict[str, Any], kept: bool = True) -> None:
+        """A response served; ``kept``: made with ``store`` not false, so ``previous_response_id``
+        finds it on any connection (else only on the WebSocket connection that made it)."""
         if isinstance(response.get("id"), str):
             with self._lock:
                 self.responses[response["id"]] = response
+                if kept:
+                    self._stored_ids.add(response["id"])
+
+    def _socket_answer(self, body: dict[str, Any], cache: set[str]) -> StreamScript | dict[str, Any]:
+        """What a WebSocket ``response.create`` is answered with: the script to stream, or the
+        ``error`` event to send (``cache``: the responses made on that connection)."""
+        self._record(body, {"transport": "websocket"})
+        previous = body.get("previous_response_id")
+        if previous is not None and not (previous in cache or self._kept(previous)):
+            text = f"Previous response with id '{previous}' not found."
+            return error_event(400, "previous_response_not_found", text, "previous_response_id")
+        if self.check_history:
+            problem = check_response_input(body.get("input"), self._response_calls(previous))
+            if problem is not None:
+                return error_event(400, None, problem, "input")
+        try:
+            reply = self._next_reply(body)
+        except Exception as exc:
+            return error_event(500, "server_error", f"LocalServer handler raised {exc!r}")
+        if isinstance(reply, ErrorReply):
+            payload = dict(reply.payload().get("error") or {})
+            return error_event(reply.status, payload.get("code"), str(payload.get("message") or ""))
+        if not isinstance(reply, StreamScript):
+            text = "LocalServer script is empty: no stream queued with enqueue() and no handler set."
+            return error_event(500, "server_error", text)
+        return reply
+
+    def _kept(self, response_id: Any) -> bool:
+        with self._lock:
+            return isinstance(response_id, str) and response_id in self._stored_ids
 
     def _response_calls(self, response_id: Any) -> list[str]:
         """The call ids of the function calls of a response served before (``previous_response_id``)."""

@@ -8,6 +8,8 @@
 * :mod:`._completion` ``calls_of(completion)``: the same calls for a completion that was not streamed.
 * :mod:`._responses_stream` the Responses API: ``StitchedResponseStream`` /
   ``AsyncStitchedResponseStream`` for ``responses.create(stream=True)`` and its other paths.
+* :mod:`._websocket` the Responses API's WebSocket mode: ``responses.connect()`` enters the SDK's
+  connection with ``create(...)``, one response's ``StitchedResponseStream``.
 * :mod:`._resume` a background Responses stream that resumes itself when its connection drops;
   :mod:`._retrieve` ``resume(client, response_id, tools=...)``: such a stream from its id.
 * :mod:`._types`   for type checkers only: ``wrap(OpenAI())`` is a ``StitchedOpenAI``, an ``OpenAI``
@@ -25,6 +27,13 @@ from ._resume import Resume, ResumePolicy
 from ._retrieve import aresume, resume
 from ._stitch import stitch
 from ._stream import AsyncStitchedStream, StitchedStream
+from ._websocket import (
+    AsyncStitchedConnection,
+    StitchedConnection,
+    is_not_found,
+    socket_stream,
+    stitched_connection,
+)
 from ._wrap import WrappedClient, wrap
 
 if TYPE_CHECKING:  # what a type checker sees wrap() return; nothing at run time (see ._types)
@@ -36,17 +45,22 @@ if TYPE_CHECKING:  # what a type checker sees wrap() return; nothing at run time
     tool_calls = calls_of  # the old name, with its type; at run time __getattr__ warns
 
 __all__ = [
+    "AsyncStitchedConnection",
     "AsyncStitchedResponseStream",
     "AsyncStitchedStream",
     "Resume",
     "ResumePolicy",
+    "StitchedConnection",
     "StitchedResponseStream",
     "StitchedStream",
     "WrappedClient",
     "aresume",
     "calls_of",
+    "is_not_found",
     "resume",
+    "socket_stream",
     "stitch",
+    "stitched_connection",
     "wrap",
 ]
 

@@ -308,7 +308,8 @@ class _AsyncHelperManager(_Stitching, AsyncHelperManager):
 
 class Responses(Proxy):
     """``client.responses`` of a wrapped client: ``create(stream=True)`` returns a stitched stream,
-    ``stream(...)`` the SDK's helper over one; the rest is the SDK's."""
+    ``stream(...)`` the SDK's helper over one; the rest is the SDK's (``connect()``: the subclass
+    ``_websocket.ConnectingResponses``)."""
 
     __slots__ = ()
 
@@ -430,13 +431,12 @@ class _StreamingResponses(Proxy):
         return creator(self._target.create, False, managed)
 
 
-def responses_of(target: Any, opts: _Options, kind: Literal["client", "raw", "streaming"]) -> Any:
-    """The one hook ``_wrap`` calls: ``responses`` of the client (``kind="client"``), of its
-    ``with_raw_response`` or of its ``with_streaming_response``. An ``openai`` release without the
-    Responses API has no ``responses`` attribute: the ``AttributeError`` is the SDK's own."""
+def responses_of(target: Any, opts: _Options, kind: Literal["raw", "streaming"]) -> Any:
+    """The hook ``_wrap`` calls for ``responses`` of a client's ``with_raw_response`` or
+    ``with_streaming_response`` (the client's own is ``_websocket.ConnectingResponses``). An
+    ``openai`` release without the Responses API has no ``responses`` attribute: the
+    ``AttributeError`` is the SDK's own."""
     sdk = target.responses
     if kind == "raw":
         return _RawResponses(sdk, opts)
-    if kind == "streaming":
-        return _StreamingResponses(sdk, opts)
-    return Responses(sdk, opts)
+    return _StreamingResponses(sdk, opts)

@@ -70,7 +70,7 @@ if TYPE_CHECKING:
 from ..core import Accumulator, Limits
 from ..errors import UnstitchedStreamWarning
 from ..recording import Redact, read_contract, recording_path, redact_parts
-from . import _lowlevel, _responses_stream
+from . import _lowlevel, _responses_stream, _websocket
 from ._fast import Decode, install
 from ._proxy import Proxy, like, proxied_stream
 from ._request import creator, read_request
@@ -396,8 +396,9 @@ class WrappedClient(Proxy):
 
     @property
     def responses(self) -> Any:
-        """The Responses API, its streamed paths stitched (``_responses_stream``)."""
-        return _responses_stream.responses_of(self._target, self._opts, "client")
+        """The Responses API, its streamed paths stitched (``_responses_stream``), and its WebSocket
+        connections (``_websocket``)."""
+        return _websocket.ConnectingResponses(self._target.responses, self._opts, self._target)
 
     @property
     def unwrapped(self) -> Any:

@@ -275,7 +275,7 @@ def background_key(model: str, index: int, request: Mapping[str, Any]) -> str | 
     return "background-response:" + hashlib.sha256(text.encode()).hexdigest()
 
 
-def wrapped_client(client: Any, want_async: bool, api: str = "chat") -> Any:
+def wrapped_client(client: Any, want_async: bool, api: str = "chat", transport: str = "http") -> Any:
     """The run's client, ``ts.wrap``-ped unless it is already, after checking it is of the kind the
     twin (``run``: ``openai.OpenAI``, ``arun``: ``openai.AsyncOpenAI``) and the API need."""
     target = client.unwrapped if isinstance(client, WrappedClient) else client
@@ -285,4 +285,9 @@ def wrapped_client(client: Any, want_async: bool, api: str = "chat") -> Any:
         raise TypeError("run() needs an openai.OpenAI client (use arun() for an async client)")
     if api == "responses" and not hasattr(target, "responses"):
         raise TypeError(f'api="responses" needs openai 1.66 or newer (this is {openai.__version__})')
+    if transport == "websocket" and not hasattr(getattr(target, "responses", None), "connect"):
+        raise TypeError(
+            f'transport="websocket" needs an openai release with client.responses.connect() '
+            f'(this is {openai.__version__}): pip install -U "toolstitch[websocket]"'
+        )
     return client if isinstance(client, WrappedClient) else wrap(client)

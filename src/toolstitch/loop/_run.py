@@ -45,7 +45,9 @@ whole with the toolbox's tools in this API's flat shape, appends the response's 
 (``ts.response_items``: ``function_call`` items as received, reasoning kept) and one
 ``function_call_output`` per call, and asks again until the model answers without calls.
 ``result.input`` is the history to store and ``result.output_text`` the final text.
-``previous_response_id`` is refused: a stateless run carries everything in ``input``.
+``previous_response_id`` is the loop's own, so a caller's is refused: ``transport="websocket"`` (one
+connection, OpenAI's WebSocket mode) and ``incremental=True`` over HTTP continue each response with it
+and send only the new items, keeping the whole history for a server that forgot (``_chain.py``).
 
 **Approvals that wait for a person.** A call to a ``confirm=True`` tool needs a yes. When the toolbox
 has no confirmation callback, the step runs its other calls, runs nothing that needs approval, and
@@ -131,6 +133,7 @@ from ..tools import (
     validated_approvals,
 )
 from ._api import API_ADAPTERS, LoopAPI, wrapped_client
+from ._chain import Chain
 from ._entries import CALL_ITEMS, OUTPUT_ITEMS, corrected, correction_text, list_field, plain_entry, text_of
 from ._results import (
     CallAwaitingApproval,
@@ -163,6 +166,7 @@ __all__ = ["arun", "run"]
 logger = logging.getLogger("toolstitch")
 
 API = Literal["chat", "responses"]
+Transport = Literal["http", "websocket"]
 _BACKGROUND_FP = "background-response"  # the ledger fingerprint of a step's background response
 # Refusals that the model can fix by sending a better call: they count as corrective rounds.
 _CORRECTABLE = frozenset({"invalid_arguments", "not_ready", "unknown_tool"})
@@ -190,6 +194,9 @@ class _RunOptions:
     api: API = "chat"
     input: Any = None
     fail_fast: bool = False
+    transport: Transport = "http"
+    incremental: bool | None = None
+    connection: Any = None
 
     @classmethod
     def of(cls, arguments: Mapping[str, Any]) -> _RunOptions:
@@ -252,6 +259,10 @@ class _Loop:
         for key in self.api.own_keys:
             if key in create_kwargs:
                 raise TypeError(f"run() sets {key!r} itself; do not pass it")
+        self.chain = Chain(
+            options.api, options.transport, options.incremental, options.connection, create_kwargs
+        )
+        """How each step reaches the model: whole or continued, over HTTP or a connection (``_chain.py``)."""
         messages = self.api.history(messages, options.input)
         if not isinstance(messages, list | tuple):
             try:
@@ -918,7 +929,7 @@ class _Turn:
                 parallel_tool_calls=request.get("parallel_tool_calls"),
                 starting_after=found[1],
             )
-        return self.loop.api.create(wrapped)(model=model, **request)
+        return self.loop.chain.send(self.loop, wrapped, model, request, self.aio is not None)
 
     def attempt_failed(self, error: BaseException) -> None:
         """The request or its stream failed (the exception is then re-raised to tenacity)."""
@@ -946,6 +957,7 @@ class _Turn:
         loop.completion = completion
         self.calls = acc.tool_calls
         message, self.keys = loop.api.adopt(loop, completion, self.calls)
+        loop.chain.received(loop, completion, self.stream)
         loop.emit(ResponseReceived(self.index, completion, message))
         if self.calls:
             return None
@@ -1026,6 +1038,9 @@ def run(
     api: API = "chat",
     input: Any = None,
     fail_fast: bool = False,
+    transport: Transport = "http",
+    incremental: bool | None = None,
+    connection: Any = None,
     **create_kwargs: Any,
 ) -> RunResult:
     """Run the tool loop with a sync client (``openai.OpenAI`` or a ``ts.wrap``-ped one).
@@ -1059,9 +1074,16 @@ def run(
     statelessly, with the history as ``input=[...]`` (a string is one user message) instead of
     ``messages``: see the module docs. ``result.input`` is then the history to store and
     ``result.output_text`` the answer.
+
+    ``transport="websocket"`` (with ``api="responses"``) sends every step over one connection
+    (OpenAI's WebSocket mode, ``client.responses.connect()``; ``connection=`` takes one the caller
+    opened), continuing each response with ``previous_response_id`` and only the new items.
+    ``incremental=True`` does the same over HTTP (the server must store the responses). The run
+    keeps the whole history either way, and sends it whole when the server has forgotten (see
+    ``loop/_chain.py``).
     """
     options = _RunOptions.of(locals())
-    wrapped = wrapped_client(client, want_async=False, api=options.api)
+    wrapped = wrapped_client(client, want_async=False, api=options.api, transport=options.transport)
     loop = _Loop(options)
     loop.over(wrapped)
     return _drive(_run_flow(loop, wrapped, options.model), loop)
@@ -1077,7 +1099,7 @@ async def arun(client: Any, **options: Any) -> RunResult:
     """The async twin of :func:`run` (``openai.AsyncOpenAI``), with the same keyword arguments.
     Cancelling it closes the stream and cancels running async tools."""
     opts = _RunOptions.of(bound(run, client, **options))
-    wrapped = wrapped_client(client, want_async=True, api=opts.api)
+    wrapped = wrapped_client(client, want_async=True, api=opts.api, transport=opts.transport)
     loop = _Loop(opts)
     loop.over(wrapped)
     return await _adrive(_run_flow(loop, wrapped, opts.model), loop)
@@ -1256,6 +1278,7 @@ def _drive(flow: Generator[_Op, Any, RunResult], loop: _Loop) -> RunResult:
             except BaseException as exc:
                 driven.error = exc
     finally:
+        loop.chain.close()  # the run's own WebSocket connection, if it opened one
         if loop.owns_box:  # a toolbox the run made from a list: its threads end with the run
             loop.box.close()
     return driven.result  # type: ignore[no-any-return]
@@ -1271,6 +1294,7 @@ async def _adrive(flow: Generator[_Op, Any, RunResult], loop: _Loop) -> RunResul
             except BaseException as exc:
                 driven.error = exc
     finally:
+        await loop.chain.aclose()
         if loop.owns_box:  # closed off the event loop: ``close`` may wait for a tool past its timeout
             threading.Thread(target=loop.box.close, name="toolstitch-close", daemon=True).start()
     return driven.result  # type: ignore[no-any-return]

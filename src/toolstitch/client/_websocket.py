@@ -1,0 +1,493 @@
+"""The Responses API's WebSocket mode on a wrapped client: each response on the connection, checked.
+
+``ts.wrap(client).responses.connect()`` is the SDK's ``connect()``; the connection it enters is the
+SDK's own (``send``, ``recv``, iteration, ``response.create``, ``on``, the session helpers of
+``openai.lib.responses_websocket`` all work unchanged: a proxy passes them through) with one call
+more, :meth:`StitchedConnection.create`. It sends ``response.create`` and returns the same
+:class:`StitchedResponseStream` that ``responses.create(stream=True)`` returns over HTTP, reading
+that response's events off the connection until the event that ends it: the SDK's event objects,
+unchanged, fed to the same reader, so the calls are merged, sealed and checked as over HTTP, and
+``get_final_response()`` is the SDK's ``Response``.
+
+The boundary, written here so that nobody writes it again: a response's events are those read after
+its ``response.create`` until ``response.completed``, ``.incomplete``, ``.failed`` or an ``error``
+event (requests on one connection are answered in order). A stream closed before its end leaves the
+rest of its response on the connection; the next response's stream reads past it first. Over HTTP the
+SDK raises an ``error`` event as ``openai.APIError``; here it is raised the same way (an
+``openai.APIStatusError`` of the status's class when the event carries one, so a 400 is a
+``BadRequestError``), a connection that drops as ``openai.APIConnectionError``, one that sends
+nothing for the client's read timeout as ``openai.APITimeoutError``, and a message that is not JSON
+as ``openai.APIError``: whatever ends a response early, no call of it is ``ready``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+import openai
+
+from ..recording import read_responses_contract, recording_path, responses_accumulator
+from ._proxy import Proxy, like
+from ._request import read_request
+from ._responses_stream import AsyncStitchedResponseStream, Responses, StitchedResponseStream
+
+if TYPE_CHECKING:
+    from ._wrap import _Options
+
+__all__ = [
+    "AsyncStitchedConnection",
+    "ConnectingResponses",
+    "StitchedConnection",
+    "is_not_found",
+    "socket_stream",
+    "stitched_connection",
+]
+
+_TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed", "error"})
+_DEFAULT_READ_TIMEOUT = 600.0  # the SDK's default timeout, when the client's cannot be read
+_STATUS_ERRORS: dict[int, type[openai.APIStatusError]] = {
+    400: openai.BadRequestError,
+    401: openai.AuthenticationError,
+    403: openai.PermissionDeniedError,
+    404: openai.NotFoundError,
+    409: openai.ConflictError,
+    422: openai.UnprocessableEntityError,
+    429: openai.RateLimitError,
+}
+
+
+def _http() -> Any:
+    """The HTTP library the SDK speaks (``httpx2`` from openai 3.0, ``httpx`` before): its
+    ``Request`` and ``Response`` are what the SDK's errors carry."""
+    module = sys.modules.get("httpx2") or sys.modules.get("httpx")
+    if module is None:  # pragma: no cover - the SDK imported one of them
+        import httpx as module
+    return module
+
+
+def _read_timeout(client: Any) -> float:
+    """The client's read timeout in seconds (``timeout=`` of ``OpenAI(...)``), the longest a
+    response may send nothing; the SDK's 600 s when it cannot be read."""
+    timeout = getattr(client, "timeout", None)
+    value = getattr(timeout, "read", timeout)
+    return float(value) if isinstance(value, int | float) and value > 0 else _DEFAULT_READ_TIMEOUT
+
+
+def _field(event: Any, name: str) -> Any:
+    return event.get(name) if isinstance(event, dict) else getattr(event, name, None)
+
+
+def is_not_found(error: BaseException) -> bool:
+    """The server does not know the ``previous_response_id`` it was sent (a new connection, state
+    it dropped): over HTTP a 400 ``BadRequestError``, here an ``error`` event, both with the code
+    ``previous_response_not_found``."""
+    body = getattr(error, "body", None)
+    code = getattr(error, "code", None)
+    if code is None and isinstance(body, Mapping):
+        inner = body.get("error")
+        code = body.get("code") if not isinstance(inner, Mapping) else inner.get("code")
+    return isinstance(error, openai.APIError) and code == "previous_response_not_found"
+
+
+class _Closed(Exception):
+    """The connection is gone (raised by the readers; ``ConnectionClosed`` of websockets)."""
+
+
+def _event_error(event: Any, request: Any) -> openai.APIError:
+    """An ``error`` event as the SDK raises one over HTTP: ``APIError`` with the error object as
+    ``body``, or the ``APIStatusError`` of its ``status``."""
+    error = _field(event, "error")
+    body = error.to_dict() if hasattr(error, "to_dict") else error
+    if not isinstance(body, dict):
+        body = {"message": str(body)[:2000]} if body is not None else {}
+    said = body.get("message")
+    message = said[:2000] if isinstance(said, str) else "An error occurred"
+    status = _field(event, "status")
+    if type(status) is int and 400 <= status < 600:
+        cls = _STATUS_ERRORS.get(
+            status, openai.InternalServerError if status >= 500 else openai.APIStatusError
+        )
+        response = _http().Response(status, request=request)
+        return cls(message, response=response, body=body)
+    return openai.APIError(message, request, body=body)
+
+
+class _Socket:
+    """What both connection twins keep: the SDK connection, the options of the wrapped client, how
+    many responses closed early still have events on the wire, and whether the connection broke."""
+
+    def __init__(self, connection: Any, opts: _Options, client: Any) -> None:
+        self.connection = connection
+        self.opts = opts
+        self.timeout = _read_timeout(client)
+        self.request = _http().Request("GET", _url(client))
+        self.leftover = 0
+        """Responses whose streams were closed before their end: their events come first."""
+        self.broken = False
+        """The connection dropped, or a read timed out: a new one is needed."""
+        self.opened_at = time.monotonic()
+
+    def lost(self, exc: BaseException) -> openai.APIError:
+        self.broken = True
+        if isinstance(exc, TimeoutError | asyncio.TimeoutError):
+            error: openai.APIError = openai.APITimeoutError(self.request)
+        else:
+            error = openai.APIConnectionError(
+                message=f"the WebSocket connection closed: {exc}", request=self.request
+            )
+        error.__cause__ = exc
+        return error
+
+    def parsed(self, data: bytes) -> Any:
+        try:
+            return self.connection.parse_event(data)
+        except ValueError as exc:  # not JSON: what it carried cannot be told
+            raise openai.APIError("a WebSocket message that is not JSON", self.request, body=None) from exc
+
+
+def _url(client: Any) -> str:
+    base = getattr(client, "websocket_base_url", None) or str(getattr(client, "base_url", ""))
+    return str(base).rstrip("/") + "/responses"
+
+
+def _closed_errors() -> tuple[type[BaseException], ...]:
+    from websockets.exceptions import ConnectionClosed
+
+    return (ConnectionClosed,)
+
+
+class _Watchdog:
+    """The sync reader's timeout: a daemon thread that closes the connection when a read has waited
+    longer than the read timeout (the SDK's blocking ``recv`` takes none). Arming it is one store per
+    event, never a wake-up: the thread looks at the deadline at least once per read timeout (at most
+    a minute), so a read that hangs ends between one and two timeouts after it began."""
+
+    def __init__(self, socket: _Socket) -> None:
+        self.socket = socket
+        self.deadline: float | None = None
+        self.fired = False
+        self._stop = threading.Event()
+        threading.Thread(target=self._watch, name="toolstitch-websocket-timeout", daemon=True).start()
+
+    def arm(self) -> None:
+        self.deadline = time.monotonic() + self.socket.timeout
+
+    def disarm(self) -> None:
+        self.deadline = None
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _watch(self) -> None:
+        period = min(self.socket.timeout, 60.0)
+        while not self._stop.is_set():
+            deadline = self.deadline
+            left = period if deadline is None else deadline - time.monotonic()
+            if left > 0:
+                self._stop.wait(min(left, period))
+                continue
+            self.fired = True
+            self.deadline = None
+            self._stop.set()
+            with contextlib.suppress(Exception):  # already closed: the reader ends either way
+                self.socket.connection.close()
+
+
+class _Source:
+    """The events of one response on a sync connection (see the module docstring)."""
+
+    def __init__(self, socket: _Socket, watchdog: _Watchdog, fallback: dict[str, Any] | None) -> None:
+        self.socket = socket
+        self.watchdog = watchdog
+        self.fallback = fallback
+        self.ended = False
+        self.resent = False
+        """The server had forgotten the previous response: the request went again, whole."""
+
+    def _recv(self) -> Any:
+        socket, watchdog = self.socket, self.watchdog
+        watchdog.arm()
+        try:
+            data = socket.connection.recv_bytes()
+        except _closed_errors() as exc:
+            raise socket.lost(TimeoutError() if watchdog.fired else exc) from exc
+        finally:
+            watchdog.disarm()
+        return socket.parsed(data)
+
+    def __iter__(self) -> Iterator[Any]:
+        socket = self.socket
+        while socket.leftover:  # the rest of responses whose streams were closed early
+            if _field(self._recv(), "type") in _TERMINAL:
+                socket.leftover -= 1
+        first = True
+        while True:
+            event = self._recv()
+            kind = _field(event, "type")
+            if kind == "error":
+                error = _event_error(event, socket.request)
+                if first and self.fallback is not None and is_not_found(error):
+                    self.resent = True
+                    _send(socket, self.fallback)
+                    self.fallback = None
+                    continue
+                self.ended = True
+                raise error
+            first = False
+            yield event
+            if kind in _TERMINAL:
+                self.ended = True
+                return
+
+    def close(self) -> None:
+        if not self.ended:
+            self.ended = True
+            self.socket.leftover += 1
+
+
+class _AsyncSource(_Source):
+    """The async twin of :class:`_Source`; its timeout is ``asyncio.wait_for``."""
+
+    def __init__(self, socket: _Socket, fallback: dict[str, Any] | None) -> None:
+        self.socket = socket
+        self.fallback = fallback
+        self.ended = False
+        self.resent = False
+
+    async def _arecv(self) -> Any:
+        socket = self.socket
+        try:
+            data = await asyncio.wait_for(socket.connection.recv_bytes(), socket.timeout)
+        except (*_closed_errors(), asyncio.TimeoutError) as exc:  # type: ignore[misc]
+            raise socket.lost(exc) from exc
+        return socket.parsed(data)
+
+    async def __aiter__(self) -> AsyncIterator[Any]:
+        socket = self.socket
+        while socket.leftover:
+            if _field(await self._arecv(), "type") in _TERMINAL:
+                socket.leftover -= 1
+        first = True
+        while True:
+            event = await self._arecv()
+            kind = _field(event, "type")
+            if kind == "error":
+                error = _event_error(event, socket.request)
+                if first and self.fallback is not None and is_not_found(error):
+                    self.resent = True
+                    await _asend(socket, self.fallback)
+                    self.fallback = None
+                    continue
+                self.ended = True
+                raise error
+            first = False
+            yield event
+            if kind in _TERMINAL:
+                self.ended = True
+                return
+
+
+def _event(request: Mapping[str, Any]) -> dict[str, Any]:
+    """``response.create`` for ``request``: WebSocket mode takes the HTTP fields but ``stream``
+    (every response streams) and has no background responses."""
+    if request.get("background") is True:
+        raise ValueError("WebSocket mode has no background responses: send background=True over HTTP")
+    return {"type": "response.create", **{k: v for k, v in request.items() if k != "stream"}}
+
+
+def _send(socket: _Socket, request: Mapping[str, Any]) -> None:
+    try:
+        socket.connection.send(_event(request))
+    except _closed_errors() as exc:
+        raise socket.lost(exc) from exc
+
+
+async def _asend(socket: _Socket, request: Mapping[str, Any]) -> None:
+    try:
+        await socket.connection.send(_event(request))
+    except _closed_errors() as exc:
+        raise socket.lost(exc) from exc
+
+
+def _stream(socket: _Socket, source: Any, request: dict[str, Any], started: float) -> Any:
+    opts = socket.opts
+    accumulator = responses_accumulator(
+        read_responses_contract(request),
+        limits=opts.limits,
+        empty_arguments=opts.empty_arguments,
+        started_at=started,
+    )
+    cls = AsyncStitchedResponseStream if isinstance(source, _AsyncSource) else StitchedResponseStream
+    stream = cls(source, accumulator, request=request, guard=opts.guard)
+    if opts.record is not None:
+        stream.record(recording_path(opts.record), redact=opts.redact)
+    return stream
+
+
+class StitchedConnection(Proxy):
+    """The SDK's ``ResponsesConnection``, with :meth:`create`: one response, checked."""
+
+    __slots__ = ("_socket", "_watchdog")
+
+    _socket: _Socket
+    _watchdog: _Watchdog | None
+
+    def __init__(self, target: Any, opts: _Options, client: Any) -> None:
+        super().__init__(target, opts)
+        object.__setattr__(self, "_socket", _Socket(target, opts, client))
+        object.__setattr__(self, "_watchdog", None)
+
+    def create(self, **params: Any) -> StitchedResponseStream:
+        """Send ``response.create`` with ``params`` (those of ``responses.create``, without
+        ``stream``) and return the stitched stream of that response's events: iterate it for the
+        SDK's events, read ``tool_calls``, call ``get_final_response()``."""
+        return socket_stream(self, params, None)  # type: ignore[no-any-return]
+
+    @property
+    def unwrapped(self) -> Any:
+        """The SDK's own connection."""
+        return self._target
+
+    @property
+    def broken(self) -> bool:
+        """The connection dropped or timed out: open another one."""
+        return self._socket.broken
+
+    @property
+    def age(self) -> float:
+        """Seconds since the connection was opened (OpenAI ends one after 60 minutes)."""
+        return time.monotonic() - self._socket.opened_at
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._target)
+
+    def __enter__(self) -> StitchedConnection:
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+    def close(self, **kwargs: Any) -> None:
+        """Close the connection (the SDK's ``close``)."""
+        if self._watchdog is not None:
+            self._watchdog.stop()
+        self._target.close(**kwargs)
+
+
+class AsyncStitchedConnection(StitchedConnection):
+    """The SDK's ``AsyncResponsesConnection``, with ``await connection.create(...)``."""
+
+    __slots__ = ()
+
+    async def create(self, **params: Any) -> AsyncStitchedResponseStream:  # type: ignore[override]
+        """The async twin of :meth:`StitchedConnection.create`."""
+        return await socket_stream(self, params, None)  # type: ignore[no-any-return]
+
+    def __aiter__(self) -> AsyncIterator[Any]:
+        return self._target.__aiter__()  # type: ignore[no-any-return]
+
+    async def __aenter__(self) -> AsyncStitchedConnection:
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await self._target.close()
+
+    async def close(self, **kwargs: Any) -> None:  # type: ignore[override]
+        await self._target.close(**kwargs)
+
+
+def socket_stream(connection: StitchedConnection, params: Mapping[str, Any], fallback: Any) -> Any:
+    """Send one response's request on ``connection`` and return its stitched stream (a coroutine of
+    it on an async connection). ``fallback``: the request to send instead, once, when the server
+    answers ``previous_response_not_found`` before anything else (the loop's whole history)."""
+    socket = connection._socket
+    sent, request, started = read_request(dict(params))
+    if isinstance(connection, AsyncStitchedConnection):
+
+        async def acreate() -> Any:
+            source = _AsyncSource(socket, fallback)
+            await _asend(socket, sent)
+            return _stream(socket, source, request, started)
+
+        return acreate()
+    watchdog = connection._watchdog
+    if watchdog is None:
+        watchdog = _Watchdog(socket)
+        object.__setattr__(connection, "_watchdog", watchdog)
+    source = _Source(socket, watchdog, fallback)
+    _send(socket, sent)
+    return _stream(socket, source, request, started)
+
+
+def stitched_connection(wrapped: Any, connection: Any) -> StitchedConnection:
+    """``connection`` (the SDK's, entered from ``client.responses.connect()``, or already
+    stitched) with :meth:`StitchedConnection.create`, under the options of ``wrapped`` (a
+    ``ts.wrap``-ped client)."""
+    if isinstance(connection, StitchedConnection):
+        return connection
+    cls = AsyncStitchedConnection if wrapped._opts.is_async else StitchedConnection
+    return cls(connection, wrapped._opts, wrapped.unwrapped)
+
+
+class _Manager(Proxy):
+    """``responses.connect(...)`` of a wrapped client: the SDK's manager, entering a stitched
+    connection."""
+
+    __slots__ = ("_client",)
+
+    _client: Any
+
+    def __init__(self, target: Any, opts: _Options, client: Any) -> None:
+        super().__init__(target, opts)
+        object.__setattr__(self, "_client", client)
+
+    def __enter__(self) -> StitchedConnection:
+        return StitchedConnection(self._target.__enter__(), self._opts, self._client)
+
+    def enter(self) -> StitchedConnection:
+        return self.__enter__()
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self._target.__exit__(*exc_info)
+
+    async def __aenter__(self) -> AsyncStitchedConnection:
+        return AsyncStitchedConnection(await self._target.__aenter__(), self._opts, self._client)
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await self._target.__aexit__(*exc_info)
+
+
+class _AsyncManager(_Manager):
+    __slots__ = ()
+
+    async def enter(self) -> AsyncStitchedConnection:  # type: ignore[override]
+        return await self.__aenter__()
+
+
+class ConnectingResponses(Responses):
+    """``client.responses`` of a wrapped client (``_responses_stream.Responses``), whose
+    ``connect(...)`` is the SDK's, entering a :class:`StitchedConnection`."""
+
+    __slots__ = ("_client",)
+
+    _client: Any
+
+    def __init__(self, target: Any, opts: _Options, client: Any) -> None:
+        super().__init__(target, opts)
+        object.__setattr__(self, "_client", client)
+
+    @property
+    def connect(self) -> Any:
+        sdk_connect, opts, client = self._target.connect, self._opts, self._client
+
+        def connect(*args: Any, **kwargs: Any) -> Any:
+            manager = _AsyncManager if opts.is_async else _Manager
+            return manager(sdk_connect(*args, **kwargs), opts, client)
+
+        return like(sdk_connect, connect)
