@@ -142,6 +142,8 @@ class SocketServer:
             sent += 1
             if isinstance(item, Mapping) and item.get("type") in _TERMINAL:
                 self._keep(item, body, cache)
+        if script.stall:  # a server that goes silent (a client's read timeout)
+            owner._stopping.wait(script.stall)
         owner._wrote(sent, len(script.chunks))
         if script.cut:
             _drop(connection)

@@ -1122,6 +1122,7 @@ class LocalServer:
         """Seconds after which the server closes a WebSocket connection (OpenAI's: 60 minutes)."""
         self._socket: Any = None
         self._stored_ids: set[str] = set()  # responses made with ``store`` not false
+        self._caches: list[set[str]] = []  # each WebSocket connection's responses (``forget``)
         self.handler: Handler | None = handler
         self.examples = examples
         self.completions: dict[str, dict[str, Any]] = {}
@@ -1325,10 +1326,21 @@ class LocalServer:
                 if kept:
                     self._stored_ids.add(response["id"])
 
+    def forget(self) -> None:
+        """Drop every response the server keeps, stored or in a connection's cache, as a server that
+        lost its state: a ``previous_response_id`` then gets ``previous_response_not_found``."""
+        with self._lock:
+            self._stored_ids.clear()
+            for cache in self._caches:
+                cache.clear()
+
     def _socket_answer(self, body: dict[str, Any], cache: set[str]) -> StreamScript | dict[str, Any]:
         """What a WebSocket ``response.create`` is answered with: the script to stream, or the
         ``error`` event to send (``cache``: the responses made on that connection)."""
         self._record(body, {"transport": "websocket"})
+        with self._lock:
+            if not any(c is cache for c in self._caches):
+                self._caches.append(cache)
         previous = body.get("previous_response_id")
         if previous is not None and not (previous in cache or self._kept(previous)):
             text = f"Previous response with id '{previous}' not found."

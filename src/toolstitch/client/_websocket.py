@@ -333,7 +333,7 @@ def _stream(socket: _Socket, source: Any, request: dict[str, Any], started: floa
 class StitchedConnection(Proxy):
     """The SDK's ``ResponsesConnection``, with :meth:`create`: one response, checked."""
 
-    __slots__ = ("_socket", "_watchdog")
+    __slots__ = ("__weakref__", "_socket", "_watchdog")  # weakly held by the SDK's session helpers
 
     _socket: _Socket
     _watchdog: _Watchdog | None
