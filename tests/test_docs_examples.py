@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import openai
 import pytest
 
 from tests.conftest import ROOT
@@ -175,6 +176,11 @@ def test_every_python_block_runs(block: Block) -> None:
     if block.page.name == "responses.md":
         # The Responses API came in openai 1.66; the release matrix also runs the declared floor.
         pytest.importorskip("openai.types.responses", reason="this openai release has no Responses API")
+    if block.page.name == "websocket.md":
+        # WebSocket mode: openai's realtime extra, and a release with client.responses.connect().
+        pytest.importorskip("websockets", reason="WebSocket mode needs the openai[realtime] extra")
+        if not hasattr(getattr(openai.OpenAI(api_key="x"), "responses", None), "connect"):
+            pytest.skip("this openai release has no client.responses.connect()")
     python = [b for b in blocks(block.page) if runs_here(b)]
     result = run_page(block.page)[python.index(block)]
     assert result["ok"], f"{block.id} (under {block.heading!r}) failed:\n{result['error']}"

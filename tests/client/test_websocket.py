@@ -54,7 +54,7 @@ def test_two_responses_on_one_connection(ws: LocalServer) -> None:
         assert isinstance(connection, openai.resources.responses.responses.ResponsesConnection)
         first = connection.create(model="m", input="weather?", tools=TOOLS)
         events = list(first)  # the SDK's own event objects, unchanged
-        assert [type(e).__name__ for e in events][0] == "ResponseWsCreated"
+        assert type(events[0]).__name__ == "ResponseWsCreated"
         assert [(c.id, c.status, c.arguments) for c in first.tool_calls] == [
             ("call_1", "ready", '{"city": "Paris"}')
         ]

@@ -78,6 +78,9 @@ if TYPE_CHECKING:
         """``run_events(client, api="responses", ...)``."""
 
         api: Required[Literal["responses"]]
+        transport: Literal["http", "websocket"]
+        incremental: bool | None
+        connection: Any
 
     class ChatRunOptions(ChatEventsOptions, HookOption, total=False):
         """``run(client, ...)`` over Chat Completions (the default ``api``)."""
