@@ -212,3 +212,31 @@ def test_the_guard_refuses_a_response_whose_call_is_not_ready(ws: LocalServer) -
         stream = connection.create(model="m", input="a", tools=TOOLS)
         with pytest.raises(ts.errors.UnsafeToolCallError):
             list(stream)
+
+
+def test_a_response_never_read_does_not_leak_into_the_next(ws: LocalServer) -> None:
+    ws.enqueue(StreamScript.responses(calls(1)), StreamScript.responses(calls(2, "Rome")))
+    client = ts.wrap(ws.client())
+    with client.responses.connect() as connection:
+        connection.create(model="m", input="a", tools=TOOLS)  # sent, never read
+        second = connection.create(model="m", input="b", tools=TOOLS)
+        assert second.get_final_response().id == "resp_2"
+        assert [(c.id, c.arguments) for c in second.tool_calls] == [("call_2", '{"city": "Rome"}')]
+
+
+def test_the_late_end_of_a_failed_response_is_not_the_next_ones(ws: LocalServer) -> None:
+    events = calls(1)
+    failed = {
+        "type": "response.failed",
+        "sequence_number": 98,
+        "response": {**events[-1]["response"], "status": "failed"},
+    }
+    hostile = [*events[:4], {"type": "error", "sequence_number": 97, "error": {"message": "boom"}}, failed]
+    ws.enqueue(StreamScript.responses(hostile), StreamScript.responses(calls(2, "Rome")))
+    client = ts.wrap(ws.client())
+    with client.responses.connect() as connection:
+        with pytest.raises(openai.APIError, match="boom"):
+            connection.create(model="m", input="a", tools=TOOLS).get_final_response()
+        second = connection.create(model="m", input="b", tools=TOOLS)
+        assert second.get_final_response().id == "resp_2"
+        assert [c.status for c in second.tool_calls] == ["ready"]

@@ -127,8 +127,13 @@ class _Socket:
         self.opts = opts
         self.timeout = _read_timeout(client)
         self.request = _http().Request("GET", _url(client))
-        self.leftover = 0
-        """Responses whose streams were closed before their end: their events come first."""
+        self.asked = 0
+        """``response.create`` requests sent on the connection."""
+        self.answered = 0
+        """Of those, how many ended (their last event read, or skipped by a later stream): the
+        events of request ``n`` come after the ends of the ``n - 1`` before it."""
+        self.last_id: Any = None
+        """The id of the last response that started (its late end is not the next one's)."""
         self.broken = False
         """The connection dropped, or a read timed out: a new one is needed."""
         self.opened_at = time.monotonic()
@@ -199,19 +204,63 @@ class _Watchdog:
                 self.socket.connection.close()
 
 
-class _Source:
-    """The events of one response on a sync connection (see the module docstring)."""
+_SKIP, _YIELD, _LAST, _RESEND = range(4)
 
-    def __init__(self, socket: _Socket, watchdog: _Watchdog, fallback: dict[str, Any] | None) -> None:
+
+class _Source:
+    """The events of one response on a sync connection (see the module docstring). Every decision
+    is :meth:`verdict`'s, shared with the async twin, which differs only in how it waits."""
+
+    def __init__(self, socket: _Socket, watchdog: _Watchdog | None, fallback: dict[str, Any] | None) -> None:
         self.socket = socket
         self.watchdog = watchdog
         self.fallback = fallback
+        self.number = 0
+        """Which request of the connection this response answers (``_Socket.asked`` once sent)."""
+        self.started = False  # its ``response.created`` (or any event of its own) arrived
         self.ended = False
         self.resent = False
         """The server had forgotten the previous response: the request went again, whole."""
 
+    def verdict(self, event: Any) -> int:
+        """What to do with ``event``: skip it (an earlier response's), yield it, yield it as the
+        last, or send the request again whole; an ``error`` event is raised here."""
+        socket = self.socket
+        kind = _field(event, "type")
+        if socket.answered < self.number - 1:  # an earlier response, closed or never read
+            if kind in _TERMINAL:
+                socket.answered += 1
+            return _SKIP
+        if not self.started and kind in _TERMINAL and kind != "error":
+            said = _field(_field(event, "response"), "id")
+            if said is not None and said == socket.last_id:
+                return _SKIP  # the end of an earlier response an ``error`` event already ended
+        if kind == "error":
+            socket.answered += 1
+            error = _event_error(event, socket.request)
+            if not self.started and self.fallback is not None and is_not_found(error):
+                return _RESEND
+            self.ended = True
+            raise error
+        if kind == "response.created":
+            socket.last_id = _field(_field(event, "response"), "id")
+        self.started = True
+        if kind in _TERMINAL:
+            socket.answered += 1
+            self.ended = True
+            return _LAST
+        return _YIELD
+
+    def whole(self) -> dict[str, Any]:
+        """The request to send again (the whole history), once."""
+        fallback, self.fallback = self.fallback, None
+        assert fallback is not None
+        self.resent = True
+        return fallback
+
     def _recv(self) -> Any:
         socket, watchdog = self.socket, self.watchdog
+        assert watchdog is not None
         watchdog.arm()
         try:
             data = socket.connection.recv_bytes()
@@ -222,43 +271,23 @@ class _Source:
         return socket.parsed(data)
 
     def __iter__(self) -> Iterator[Any]:
-        socket = self.socket
-        while socket.leftover:  # the rest of responses whose streams were closed early
-            if _field(self._recv(), "type") in _TERMINAL:
-                socket.leftover -= 1
-        first = True
         while True:
             event = self._recv()
-            kind = _field(event, "type")
-            if kind == "error":
-                error = _event_error(event, socket.request)
-                if first and self.fallback is not None and is_not_found(error):
-                    self.resent = True
-                    _send(socket, self.fallback)
-                    self.fallback = None
-                    continue
-                self.ended = True
-                raise error
-            first = False
-            yield event
-            if kind in _TERMINAL:
-                self.ended = True
-                return
+            verdict = self.verdict(event)
+            if verdict == _RESEND:
+                self.number = _send(self.socket, self.whole())
+            elif verdict != _SKIP:
+                yield event
+                if verdict == _LAST:
+                    return
 
     def close(self) -> None:
-        if not self.ended:
-            self.ended = True
-            self.socket.leftover += 1
+        """Nothing to release: the rest of the response, if any, is skipped by the next stream."""
+        self.ended = True
 
 
 class _AsyncSource(_Source):
     """The async twin of :class:`_Source`; its timeout is ``asyncio.wait_for``."""
-
-    def __init__(self, socket: _Socket, fallback: dict[str, Any] | None) -> None:
-        self.socket = socket
-        self.fallback = fallback
-        self.ended = False
-        self.resent = False
 
     async def _arecv(self) -> Any:
         socket = self.socket
@@ -269,28 +298,15 @@ class _AsyncSource(_Source):
         return socket.parsed(data)
 
     async def __aiter__(self) -> AsyncIterator[Any]:
-        socket = self.socket
-        while socket.leftover:
-            if _field(await self._arecv(), "type") in _TERMINAL:
-                socket.leftover -= 1
-        first = True
         while True:
             event = await self._arecv()
-            kind = _field(event, "type")
-            if kind == "error":
-                error = _event_error(event, socket.request)
-                if first and self.fallback is not None and is_not_found(error):
-                    self.resent = True
-                    await _asend(socket, self.fallback)
-                    self.fallback = None
-                    continue
-                self.ended = True
-                raise error
-            first = False
-            yield event
-            if kind in _TERMINAL:
-                self.ended = True
-                return
+            verdict = self.verdict(event)
+            if verdict == _RESEND:
+                self.number = await _asend(self.socket, self.whole())
+            elif verdict != _SKIP:
+                yield event
+                if verdict == _LAST:
+                    return
 
 
 def _event(request: Mapping[str, Any]) -> dict[str, Any]:
@@ -301,18 +317,23 @@ def _event(request: Mapping[str, Any]) -> dict[str, Any]:
     return {"type": "response.create", **{k: v for k, v in request.items() if k != "stream"}}
 
 
-def _send(socket: _Socket, request: Mapping[str, Any]) -> None:
+def _send(socket: _Socket, request: Mapping[str, Any]) -> int:
+    """Send one ``response.create``; which request of the connection it is."""
     try:
         socket.connection.send(_event(request))
     except _closed_errors() as exc:
         raise socket.lost(exc) from exc
+    socket.asked += 1
+    return socket.asked
 
 
-async def _asend(socket: _Socket, request: Mapping[str, Any]) -> None:
+async def _asend(socket: _Socket, request: Mapping[str, Any]) -> int:
     try:
         await socket.connection.send(_event(request))
     except _closed_errors() as exc:
         raise socket.lost(exc) from exc
+    socket.asked += 1
+    return socket.asked
 
 
 def _stream(socket: _Socket, source: Any, request: dict[str, Any], started: float) -> Any:
@@ -411,8 +432,8 @@ def socket_stream(connection: StitchedConnection, params: Mapping[str, Any], fal
     if isinstance(connection, AsyncStitchedConnection):
 
         async def acreate() -> Any:
-            source = _AsyncSource(socket, fallback)
-            await _asend(socket, sent)
+            source = _AsyncSource(socket, None, fallback)
+            source.number = await _asend(socket, sent)
             return _stream(socket, source, request, started)
 
         return acreate()
@@ -421,7 +442,7 @@ def socket_stream(connection: StitchedConnection, params: Mapping[str, Any], fal
         watchdog = _Watchdog(socket)
         object.__setattr__(connection, "_watchdog", watchdog)
     source = _Source(socket, watchdog, fallback)
-    _send(socket, sent)
+    source.number = _send(socket, sent)
     return _stream(socket, source, request, started)
 
 
