@@ -171,17 +171,27 @@ class _Watchdog:
     """The sync reader's timeout: a daemon thread that closes the connection when a read has waited
     longer than the read timeout (the SDK's blocking ``recv`` takes none). Arming it is one store per
     event, never a wake-up: the thread looks at the deadline at least once per read timeout (at most
-    a minute), so a read that hangs ends between one and two timeouts after it began."""
+    a minute), so a read that hangs ends between one and two timeouts after it began. The thread
+    ends after a period with no read, and the next read starts another: a connection left open, or
+    closed by its owner, keeps no thread."""
 
     def __init__(self, socket: _Socket) -> None:
         self.socket = socket
         self.deadline: float | None = None
         self.fired = False
+        self._lock = threading.Lock()
+        self._alive = False
         self._stop = threading.Event()
-        threading.Thread(target=self._watch, name="toolstitch-websocket-timeout", daemon=True).start()
 
     def arm(self) -> None:
         self.deadline = time.monotonic() + self.socket.timeout
+        if not self._alive:
+            with self._lock:
+                if not self._alive and not self._stop.is_set():
+                    self._alive = True
+                    threading.Thread(
+                        target=self._watch, name="toolstitch-websocket-timeout", daemon=True
+                    ).start()
 
     def disarm(self) -> None:
         self.deadline = None
@@ -191,9 +201,19 @@ class _Watchdog:
 
     def _watch(self) -> None:
         period = min(self.socket.timeout, 60.0)
+        idle = False
         while not self._stop.is_set():
             deadline = self.deadline
-            left = period if deadline is None else deadline - time.monotonic()
+            if deadline is None:
+                with self._lock:
+                    if idle and self.deadline is None:
+                        self._alive = False  # no read for a whole period: the next one restarts it
+                        return
+                idle = True
+                self._stop.wait(period)
+                continue
+            idle = False
+            left = deadline - time.monotonic()
             if left > 0:
                 self._stop.wait(min(left, period))
                 continue
@@ -202,6 +222,7 @@ class _Watchdog:
             self._stop.set()
             with contextlib.suppress(Exception):  # already closed: the reader ends either way
                 self.socket.connection.close()
+        self._alive = False
 
 
 _SKIP, _YIELD, _LAST, _RESEND = range(4)
