@@ -243,18 +243,15 @@ def test_the_late_end_of_a_failed_response_is_not_the_next_ones(ws: LocalServer)
 
 
 def test_the_read_timeout_keeps_no_thread_while_nothing_is_read(ws: LocalServer) -> None:
-    import threading
     import time
-
-    def watching() -> int:
-        return sum(1 for t in threading.enumerate() if t.name == "toolstitch-websocket-timeout")
 
     ws.enqueue(StreamScript.responses(calls(1)))
     client = ts.wrap(ws.client(timeout=0.1))
     with client.responses.connect() as connection:
         connection.create(model="m", input="a", tools=TOOLS).get_final_response()
+        watchdog = connection._watchdog
         deadline = time.monotonic() + 5
-        while watching() and time.monotonic() < deadline:
+        while watchdog._alive and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert watching() == 0  # idle: its watchdog ended; the next read starts another
+        assert not watchdog._alive  # idle: its thread ended; the next read starts another
         assert not connection.broken
