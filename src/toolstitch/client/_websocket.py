@@ -479,27 +479,39 @@ def stitched_connection(wrapped: Any, connection: Any) -> StitchedConnection:
 
 class _Manager(Proxy):
     """``responses.connect(...)`` of a wrapped client: the SDK's manager, entering a stitched
-    connection."""
+    connection (leaving it stops that connection's read timeout at once)."""
 
-    __slots__ = ("_client",)
+    __slots__ = ("_client", "_entered")
 
     _client: Any
+    _entered: StitchedConnection | None
 
     def __init__(self, target: Any, opts: _Options, client: Any) -> None:
         super().__init__(target, opts)
         object.__setattr__(self, "_client", client)
+        object.__setattr__(self, "_entered", None)
 
     def __enter__(self) -> StitchedConnection:
-        return StitchedConnection(self._target.__enter__(), self._opts, self._client)
+        entered = StitchedConnection(self._target.__enter__(), self._opts, self._client)
+        object.__setattr__(self, "_entered", entered)
+        return entered
 
     def enter(self) -> StitchedConnection:
         return self.__enter__()
 
+    def _left(self) -> None:
+        entered = self._entered
+        if entered is not None and entered._watchdog is not None:
+            entered._watchdog.stop()
+
     def __exit__(self, *exc_info: Any) -> None:
+        self._left()
         self._target.__exit__(*exc_info)
 
     async def __aenter__(self) -> AsyncStitchedConnection:
-        return AsyncStitchedConnection(await self._target.__aenter__(), self._opts, self._client)
+        entered = AsyncStitchedConnection(await self._target.__aenter__(), self._opts, self._client)
+        object.__setattr__(self, "_entered", entered)
+        return entered
 
     async def __aexit__(self, *exc_info: Any) -> None:
         await self._target.__aexit__(*exc_info)
