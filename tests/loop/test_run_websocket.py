@@ -301,3 +301,43 @@ def test_refused_before_anything_is_sent(
     with pytest.raises(error, match=says):
         run(ws, **options)
     assert ws.requests == []
+
+
+def test_a_connection_that_cannot_be_opened_is_an_api_connection_error(ws: LocalServer) -> None:
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    client = ws.client(websocket_base_url=f"ws://127.0.0.1:{port}/v1")
+    with pytest.raises(openai.APIConnectionError, match="could not open"):
+        ts.run(
+            client,
+            model="m",
+            input="go",
+            toolbox=[lookup],
+            api="responses",
+            transport="websocket",
+            retry=FAST,
+        )
+    assert ran == [] and ws.requests == []
+
+
+def test_a_connection_of_the_other_kind_is_refused(ws: LocalServer) -> None:
+    client = ts.wrap(ws.client())
+    with client.responses.connect() as connection:
+
+        async def main() -> None:
+            await ts.arun(
+                ws.async_client(),
+                model="m",
+                input="go",
+                toolbox=[lookup],
+                api="responses",
+                transport="websocket",
+                connection=connection,
+            )
+
+        with pytest.raises(TypeError, match="AsyncOpenAI"):
+            asyncio.run(main())
+    assert ws.requests == []

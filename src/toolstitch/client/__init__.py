@@ -30,7 +30,9 @@ from ._stream import AsyncStitchedStream, StitchedStream
 from ._websocket import (
     AsyncStitchedConnection,
     StitchedConnection,
+    aopen_connection,
     is_not_found,
+    open_connection,
     socket_stream,
     stitched_connection,
 )
@@ -54,9 +56,11 @@ __all__ = [
     "StitchedResponseStream",
     "StitchedStream",
     "WrappedClient",
+    "aopen_connection",
     "aresume",
     "calls_of",
     "is_not_found",
+    "open_connection",
     "resume",
     "socket_stream",
     "stitch",

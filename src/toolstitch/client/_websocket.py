@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import sys
 import threading
 import time
@@ -44,7 +45,9 @@ __all__ = [
     "AsyncStitchedConnection",
     "ConnectingResponses",
     "StitchedConnection",
+    "aopen_connection",
     "is_not_found",
+    "open_connection",
     "socket_stream",
     "stitched_connection",
 ]
@@ -470,11 +473,55 @@ def socket_stream(connection: StitchedConnection, params: Mapping[str, Any], fal
 def stitched_connection(wrapped: Any, connection: Any) -> StitchedConnection:
     """``connection`` (the SDK's, entered from ``client.responses.connect()``, or already
     stitched) with :meth:`StitchedConnection.create`, under the options of ``wrapped`` (a
-    ``ts.wrap``-ped client)."""
+    ``ts.wrap``-ped client). A ``TypeError`` that says what to pass when it is no connection of
+    the client's kind (sync or async)."""
+    is_async = wrapped._opts.is_async
+    send = getattr(connection, "send", None)
+    if not callable(send) or not callable(getattr(connection, "recv_bytes", None)):
+        raise TypeError(
+            "connection= takes what `with client.responses.connect() as connection:` gives, "
+            f"not a {type(connection).__name__}"
+        )
+    if inspect.iscoroutinefunction(send) != is_async:
+        twin = "an AsyncOpenAI" if is_async else "an OpenAI"
+        raise TypeError(f"connection= must be a connection of {twin} client, like the client the run uses")
     if isinstance(connection, StitchedConnection):
         return connection
-    cls = AsyncStitchedConnection if wrapped._opts.is_async else StitchedConnection
+    cls = AsyncStitchedConnection if is_async else StitchedConnection
     return cls(connection, wrapped._opts, wrapped.unwrapped)
+
+
+def _connect_error(client: Any, exc: BaseException) -> openai.APIConnectionError:
+    error = openai.APIConnectionError(
+        message=f"could not open the WebSocket connection: {exc}",
+        request=_http().Request("GET", _url(client)),
+    )
+    error.__cause__ = exc
+    return error
+
+
+def open_connection(wrapped: Any) -> tuple[Any, StitchedConnection]:
+    """Open a connection on ``wrapped`` (``responses.connect()``, entered): its manager (to leave
+    it) and the connection. A connection that cannot be opened is ``openai.APIConnectionError``, as
+    a request that cannot connect is over HTTP (the retry policy treats them alike)."""
+    manager = wrapped.responses.connect()
+    try:
+        return manager, manager.__enter__()
+    except openai.OpenAIError:
+        raise
+    except Exception as exc:
+        raise _connect_error(wrapped.unwrapped, exc) from exc
+
+
+async def aopen_connection(wrapped: Any) -> tuple[Any, AsyncStitchedConnection]:
+    """The async twin of :func:`open_connection`."""
+    manager = wrapped.responses.connect()
+    try:
+        return manager, await manager.__aenter__()
+    except openai.OpenAIError:
+        raise
+    except Exception as exc:
+        raise _connect_error(wrapped.unwrapped, exc) from exc
 
 
 class _Manager(Proxy):

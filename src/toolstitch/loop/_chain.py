@@ -38,7 +38,14 @@ from typing import TYPE_CHECKING, Any
 
 import openai
 
-from ..client import StitchedConnection, is_not_found, socket_stream, stitched_connection
+from ..client import (
+    StitchedConnection,
+    aopen_connection,
+    is_not_found,
+    open_connection,
+    socket_stream,
+    stitched_connection,
+)
 
 if TYPE_CHECKING:
     from ._run import _Loop
@@ -101,8 +108,6 @@ class Chain:
         self.response_id: str | None = None
         self.known = 0
         """How many items of the history the server holds under ``response_id``."""
-        self.resent = 0
-        """Steps sent again whole because the server had forgotten the response before."""
 
     # -- the request ---------------------------------------------------------------------------
 
@@ -141,7 +146,6 @@ class Chain:
         return (self._ahttp if aio else self._http)(create, model, sent, whole)
 
     def _forgotten(self) -> None:
-        self.resent += 1
         logger.info("the server had forgotten the previous response; the step was sent whole")
 
     def _http(
@@ -182,8 +186,8 @@ class Chain:
             connection = self._usable(wrapped)
             if connection is None:
                 self.close()
-                self.manager = wrapped.responses.connect()
-                connection = self.connection = self.manager.__enter__()
+                self.manager, connection = open_connection(wrapped)
+                self.connection = connection
             try:
                 return socket_stream(connection, {"model": model, **sent}, whole)
             except openai.APIConnectionError:
@@ -198,8 +202,8 @@ class Chain:
             connection = self._usable(wrapped)
             if connection is None:
                 await self.aclose()
-                self.manager = wrapped.responses.connect()
-                connection = self.connection = await self.manager.__aenter__()
+                self.manager, connection = await aopen_connection(wrapped)
+                self.connection = connection
             try:
                 return await socket_stream(connection, {"model": model, **sent}, whole)
             except openai.APIConnectionError:
