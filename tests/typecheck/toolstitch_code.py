@@ -130,3 +130,25 @@ async def aevents(client: openai.AsyncOpenAI) -> int:
     ):
         count += 1
     return count
+
+
+def websocket_turn(client: openai.OpenAI, tools: list[FunctionToolParam]) -> list[ts.ToolCall]:
+    """The low-level WebSocket path: ``connection.create`` gives one response's stitched stream."""
+    with ts.wrap(client).responses.connect() as connection:
+        stream: ts.StitchedResponseStream = connection.create(model="gpt-5", input="hi", tools=tools)
+        stream.get_final_response()
+        return stream.tool_calls
+
+
+async def awebsocket_turn(client: openai.AsyncOpenAI) -> list[ts.ToolCall]:
+    async with ts.wrap(client).responses.connect() as connection:
+        stream: ts.AsyncStitchedResponseStream = await connection.create(model="gpt-5", input="hi")
+        await stream.get_final_response()
+        return stream.tool_calls
+
+
+def run_over_websocket(client: openai.OpenAI) -> str | None:
+    result = ts.run(
+        client, api="responses", model="gpt-5", input="hi", toolbox=[get_weather], transport="websocket"
+    )
+    return result.output_text

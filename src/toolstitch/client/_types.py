@@ -44,6 +44,12 @@ if TYPE_CHECKING:
     )
     from openai.resources.chat import AsyncChat, AsyncCompletions, Chat, Completions
     from openai.resources.responses import AsyncResponses, Responses
+    from openai.resources.responses.responses import (
+        AsyncResponsesConnection,
+        AsyncResponsesConnectionManager,
+        ResponsesConnection,
+        ResponsesConnectionManager,
+    )
     from openai.types.chat import ChatCompletion
     from openai.types.responses import Response
     from typing_extensions import TypedDict
@@ -160,8 +166,40 @@ if TYPE_CHECKING:
     class AsyncStitchedResponseStreamManager(AsyncResponseStreamManager[Any]):
         async def __aenter__(self) -> AsyncStitchedResponseHelperStream: ...
 
+    class StitchedResponsesConnection(ResponsesConnection):
+        """The connection ``responses.connect()`` of a wrapped client enters (``_websocket``)."""
+
+        def create(self, **params: Any) -> StitchedResponseStream: ...
+        @property
+        def broken(self) -> bool: ...
+        @property
+        def age(self) -> float: ...
+        @property
+        def unwrapped(self) -> ResponsesConnection: ...
+
+    class AsyncStitchedResponsesConnection(AsyncResponsesConnection):
+        """The async twin of :class:`StitchedResponsesConnection`."""
+
+        async def create(self, **params: Any) -> AsyncStitchedResponseStream: ...
+        @property
+        def broken(self) -> bool: ...
+        @property
+        def age(self) -> float: ...
+        @property
+        def unwrapped(self) -> AsyncResponsesConnection: ...
+
+    class StitchedResponsesConnectionManager(ResponsesConnectionManager):
+        def __enter__(self) -> StitchedResponsesConnection: ...
+        def enter(self) -> StitchedResponsesConnection: ...
+
+    class AsyncStitchedResponsesConnectionManager(AsyncResponsesConnectionManager):
+        async def __aenter__(self) -> AsyncStitchedResponsesConnection: ...
+        async def enter(self) -> AsyncStitchedResponsesConnection: ...
+
     class StitchedResponses(Responses):
         """``responses`` of a wrapped sync client."""
+
+        def connect(self, *args: Any, **kwargs: Any) -> StitchedResponsesConnectionManager: ...
 
         @overload  # type: ignore[override]
         def create(self, *args: Any, stream: Literal[True], **kwargs: Any) -> StitchedResponseStream: ...
@@ -174,6 +212,8 @@ if TYPE_CHECKING:
 
     class AsyncStitchedResponses(AsyncResponses):
         """``responses`` of a wrapped async client."""
+
+        def connect(self, *args: Any, **kwargs: Any) -> AsyncStitchedResponsesConnectionManager: ...
 
         @overload  # type: ignore[override]
         async def create(
