@@ -11,6 +11,7 @@ a silent server, a message that is not JSON, ``response.incomplete``) leaves no 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from typing import Any
 
@@ -255,3 +256,26 @@ def test_the_read_timeout_keeps_no_thread_while_nothing_is_read(ws: LocalServer)
             time.sleep(0.05)
         assert not watchdog._alive  # idle: its thread ended; the next read starts another
         assert not connection.broken
+
+
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        "[" * 100_000 + "]" * 100_000,
+        "[1, 2]",
+        "null",
+        '"text"',
+        '{"type": 5}',
+        '{"type": "error", "error": [1]}',
+    ],
+    ids=["nested-deep", "a-list", "null", "a-string", "a-number-type", "an-error-of-no-shape"],
+)
+def test_messages_of_no_shape_leave_no_call_ready(ws: LocalServer, garbage: str) -> None:
+    events = calls(1)
+    ws.enqueue(StreamScript.responses([*events[:3], garbage, *events[3:]]))
+    client = ts.wrap(ws.client(timeout=5))
+    with client.responses.connect() as connection:
+        stream = connection.create(model="m", input="a\ud800", tools=TOOLS)  # a lone surrogate sent too
+        with contextlib.suppress(openai.APIError):  # the SDK's error, never our own
+            stream.get_final_response()
+        assert [c.status for c in stream.tool_calls] != ["ready"]

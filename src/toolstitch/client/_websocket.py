@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping
@@ -33,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import openai
 
+from .._sdk import http_module
 from ..recording import read_responses_contract, recording_path, responses_accumulator
 from ._proxy import Proxy, like
 from ._request import read_request
@@ -63,15 +63,6 @@ _STATUS_ERRORS: dict[int, type[openai.APIStatusError]] = {
     422: openai.UnprocessableEntityError,
     429: openai.RateLimitError,
 }
-
-
-def _http() -> Any:
-    """The HTTP library the SDK speaks (``httpx2`` from openai 3.0, ``httpx`` before): its
-    ``Request`` and ``Response`` are what the SDK's errors carry."""
-    module = sys.modules.get("httpx2") or sys.modules.get("httpx")
-    if module is None:  # pragma: no cover - the SDK imported one of them
-        import httpx as module
-    return module
 
 
 def _read_timeout(client: Any) -> float:
@@ -106,7 +97,7 @@ def _event_error(event: Any, request: Any) -> openai.APIError:
     """An ``error`` event as the SDK raises one over HTTP: ``APIError`` with the error object as
     ``body``, or the ``APIStatusError`` of its ``status``."""
     error = _field(event, "error")
-    body = error.to_dict() if hasattr(error, "to_dict") else error
+    body = error.to_dict(warnings=False) if hasattr(error, "to_dict") else error  # as the server sent it
     if not isinstance(body, dict):
         body = {"message": str(body)[:2000]} if body is not None else {}
     said = body.get("message")
@@ -116,7 +107,7 @@ def _event_error(event: Any, request: Any) -> openai.APIError:
         cls = _STATUS_ERRORS.get(
             status, openai.InternalServerError if status >= 500 else openai.APIStatusError
         )
-        response = _http().Response(status, request=request)
+        response = http_module().Response(status, request=request)
         return cls(message, response=response, body=body)
     return openai.APIError(message, request, body=body)
 
@@ -129,7 +120,7 @@ class _Socket:
         self.connection = connection
         self.opts = opts
         self.timeout = _read_timeout(client)
-        self.request = _http().Request("GET", _url(client))
+        self.request = http_module().Request("GET", _url(client))
         self.asked = 0
         """``response.create`` requests sent on the connection."""
         self.answered = 0
@@ -155,7 +146,7 @@ class _Socket:
     def parsed(self, data: bytes) -> Any:
         try:
             return self.connection.parse_event(data)
-        except ValueError as exc:  # not JSON: what it carried cannot be told
+        except (ValueError, RecursionError, TypeError) as exc:  # not JSON, or nested past reading
             raise openai.APIError("a WebSocket message that is not JSON", self.request, body=None) from exc
 
 
@@ -494,7 +485,7 @@ def stitched_connection(wrapped: Any, connection: Any) -> StitchedConnection:
 def _connect_error(client: Any, exc: BaseException) -> openai.APIConnectionError:
     error = openai.APIConnectionError(
         message=f"could not open the WebSocket connection: {exc}",
-        request=_http().Request("GET", _url(client)),
+        request=http_module().Request("GET", _url(client)),
     )
     error.__cause__ = exc
     return error
