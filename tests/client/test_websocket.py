@@ -279,3 +279,20 @@ def test_messages_of_no_shape_leave_no_call_ready(ws: LocalServer, garbage: str)
         with contextlib.suppress(openai.APIError):  # the SDK's error, never our own
             stream.get_final_response()
         assert [c.status for c in stream.tool_calls] != ["ready"]
+
+
+def test_two_readers_of_one_connection_are_refused(ws: LocalServer) -> None:
+    ws.enqueue(StreamScript.responses(calls(1), first_delay=0.5), StreamScript.responses(calls(2)))
+
+    async def main() -> list[Any]:
+        client = ts.wrap(ws.async_client())
+        async with client.responses.connect() as connection:
+            first = await connection.create(model="m", input="a", tools=TOOLS)
+            second = await connection.create(model="m", input="b", tools=TOOLS)
+            return await asyncio.gather(
+                first.get_final_response(), second.get_final_response(), return_exceptions=True
+            )
+
+    outcomes = asyncio.run(main())
+    refused = [o for o in outcomes if isinstance(o, RuntimeError)]
+    assert len(refused) == 1 and "one response at a time" in str(refused[0])

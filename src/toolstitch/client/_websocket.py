@@ -128,6 +128,8 @@ class _Socket:
         events of request ``n`` come after the ends of the ``n - 1`` before it."""
         self.last_id: Any = None
         """The id of the last response that started (its late end is not the next one's)."""
+        self.busy = False
+        """A read is under way: the events of one connection are read by one reader at a time."""
         self.broken = False
         """The connection dropped, or a read timed out: a new one is needed."""
         self.opened_at = time.monotonic()
@@ -142,6 +144,16 @@ class _Socket:
             )
         error.__cause__ = exc
         return error
+
+    def begin_read(self) -> None:
+        """Refuse a second reader: two runs or threads reading one connection would take each
+        other's events (each opens its own connection unless given one, ``connection=``)."""
+        if self.busy:
+            raise RuntimeError(
+                "another stream is reading this WebSocket connection: read one response at a time, "
+                "or give each concurrent run its own connection"
+            )
+        self.busy = True
 
     def parsed(self, data: bytes) -> Any:
         try:
@@ -276,6 +288,7 @@ class _Source:
     def _recv(self) -> Any:
         socket, watchdog = self.socket, self.watchdog
         assert watchdog is not None
+        socket.begin_read()
         watchdog.arm()
         try:
             data = socket.connection.recv_bytes()
@@ -283,6 +296,7 @@ class _Source:
             raise socket.lost(TimeoutError() if watchdog.fired else exc) from exc
         finally:
             watchdog.disarm()
+            socket.busy = False
         return socket.parsed(data)
 
     def __iter__(self) -> Iterator[Any]:
@@ -306,10 +320,13 @@ class _AsyncSource(_Source):
 
     async def _arecv(self) -> Any:
         socket = self.socket
+        socket.begin_read()
         try:
             data = await asyncio.wait_for(socket.connection.recv_bytes(), socket.timeout)
         except (*_closed_errors(), asyncio.TimeoutError) as exc:  # type: ignore[misc]
             raise socket.lost(exc) from exc
+        finally:
+            socket.busy = False
         return socket.parsed(data)
 
     async def __aiter__(self) -> AsyncIterator[Any]:
