@@ -86,10 +86,15 @@ def sent(server: LocalServer) -> list[tuple[int, str | None]]:
 
 
 def run(server: LocalServer, **kw: Any) -> ts.RunResult:
+    """``ts.run`` over WebSocket by default, on ``server``, with ``kw`` overriding."""
     options: dict[str, Any] = dict(
-        model="m", input="go", toolbox=[lookup, book, cancel], api="responses", retry=FAST
+        model="m",
+        input="go",
+        toolbox=[lookup, book, cancel],
+        api="responses",
+        transport="websocket",
+        retry=FAST,
     )
-    options.setdefault("transport", "websocket")
     return ts.run(server.client(), **{**options, **kw})
 
 
@@ -141,9 +146,7 @@ def test_a_forgotten_response_sends_the_step_whole(ws: LocalServer) -> None:
         return key
 
     ws.enqueue(StreamScript.responses(step(1, "a", tool="slow")), StreamScript.responses(step(2)))
-    result = ts.run(
-        ws.client(), model="m", input="go", toolbox=[slow], api="responses", transport="websocket", retry=FAST
-    )
+    result = run(ws, toolbox=[slow])
     assert forgets.is_set() and result.stop_reason == "done"
     # Sent continuing resp_1, refused (previous_response_not_found), sent again whole.
     assert sent(ws) == [(1, None), (1, "resp_1"), (3, None)]
@@ -209,16 +212,7 @@ def test_a_run_past_the_connections_lifetime(tmp_path: Path) -> None:
 
     with LocalServer(websocket=True, check_history=True, websocket_lifetime=0.3) as server:
         server.enqueue(*(StreamScript.responses(e) for e in (step(1, "a", tool="wait"), step(2))))
-        result = ts.run(
-            server.client(),
-            model="m",
-            input="go",
-            toolbox=[wait],
-            api="responses",
-            transport="websocket",
-            store=False,
-            retry=FAST,
-        )
+        result = run(server, toolbox=[wait], store=False)
         assert result.stop_reason == "done"
         assert server.websocket_connections == 2
         assert sent(server)[-1] == (3, None)  # the new connection had not seen resp_1: sent whole
@@ -241,9 +235,7 @@ def test_incremental_over_http_after_the_server_forgot(ws: LocalServer) -> None:
         return key
 
     ws.enqueue(StreamScript.responses(step(1, "a", tool="forget")), StreamScript.responses(step(2)))
-    result = ts.run(
-        ws.client(), model="m", input="go", toolbox=[forget], api="responses", incremental=True, retry=FAST
-    )
+    result = run(ws, toolbox=[forget], transport="http", incremental=True)
     assert result.stop_reason == "done"
     assert sent(ws) == [(1, None), (1, "resp_1"), (3, None)]
 
