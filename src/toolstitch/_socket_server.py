@@ -115,7 +115,9 @@ class SocketServer:
             kind = body.get("type") if isinstance(body, dict) else None
             connection.send(json.dumps(error_event(400, "unknown_event_type", f"Unknown event {kind!r}.")))
             return True
-        answer = self.owner._socket_answer(body, cache)
+        request = getattr(connection, "request", None)
+        headers = {k.lower(): v for k, v in request.headers.raw_items()} if request is not None else {}
+        answer = self.owner._socket_answer(body, cache, headers)
         if isinstance(answer, dict):
             connection.send(json.dumps(answer))
             return True

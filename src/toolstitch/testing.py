@@ -1334,10 +1334,13 @@ class LocalServer:
             for cache in self._caches:
                 cache.clear()
 
-    def _socket_answer(self, body: dict[str, Any], cache: set[str]) -> StreamScript | dict[str, Any]:
+    def _socket_answer(
+        self, body: dict[str, Any], cache: set[str], headers: dict[str, str]
+    ) -> StreamScript | dict[str, Any]:
         """What a WebSocket ``response.create`` is answered with: the script to stream, or the
-        ``error`` event to send (``cache``: the responses made on that connection)."""
-        self._record(body, {"transport": "websocket"})
+        ``error`` event to send (``cache``: the responses made on that connection; ``headers``:
+        its handshake's, recorded with the request)."""
+        self._record(body, headers)
         with self._lock:
             if not any(c is cache for c in self._caches):
                 self._caches.append(cache)
