@@ -14,9 +14,13 @@ from toolstitch.core._call import (
     EVENTS,
     TRANSITIONS,
     CallOwner,
+    Finish,
+    Identity,
+    Statement,
     ToolCall,
     has_lone_surrogate,
     parse_arguments,
+    render_table,
     text_size,
 )
 from toolstitch.core._limits import Limits
@@ -33,20 +37,22 @@ class Life:
         self.call = self.owner.open(0, 0, 0, clock)
         self.notes: list[Any] = []
         self.events: list[Any] = []
-        self.owner.take(
-            self.call, name=name, type="function", opening=True, notes=self.notes, events=self.events
-        )
+        self.owner.identify(self.call, Identity(None, name, "function", None), self.events, opening=True)
+        self.owner.fragment(self.call, ("", None, False), self.events)
 
     def append(self, text: str) -> ToolCall:
-        self.owner.take(self.call, text=text, notes=self.notes, events=self.events)
+        self.owner.fragment(self.call, (text, None, False), self.events)
+        self.notes.extend(self.owner.take_notes())
         return self.call
 
     def state(self, text: str | None) -> ToolCall:
-        self.owner.state(self.call, text=text, where="a statement", notes=self.notes, events=self.events)
+        self.owner.state(self.call, Statement(text, None, None, "a statement"), self.events)
+        self.notes.extend(self.owner.take_notes())
         return self.call
 
     def seal(self, t: float = 0.0) -> ToolCall:
-        self.owner.seal(self.call, t, CHECKS, True, self.notes)
+        self.owner.seal(self.call, Finish(t, CHECKS, True))
+        self.notes.extend(self.owner.take_notes())
         return self.call
 
 
@@ -117,7 +123,7 @@ def test_the_stream_budget_counts_every_call() -> None:
     owner = CallOwner(Limits(max_stream_bytes=10), lambda: 0.0)
     calls = [owner.open(0, i, i, 0.0) for i in range(3)]
     for call in calls:
-        owner.take(call, text="abcd", notes=[], events=[])
+        owner.fragment(call, ("abcd", None, False), [])
     assert [c.status for c in calls] == ["open", "open", "invalid"]
     assert isinstance(calls[2].error, ts.errors.LimitExceeded)
 
@@ -150,8 +156,51 @@ def test_split_surrogate_pairs_rejoin_in_the_joined_text() -> None:
 # -- the table ------------------------------------------------------------------------------------
 
 
+def test_docs_design_shows_the_table_as_it_is() -> None:
+    """Rule 12's table in docs/design.md is the one in the code, rendered (never kept by hand)."""
+    design = (Path(__file__).parents[2] / "docs" / "design.md").read_text(encoding="utf-8")
+    start = design.index("<!-- the table: written by core._call.render_table")
+    block = design[design.index("\n", start) + 1 : design.index("    <!-- end of the table -->")]
+    assert [line.strip() for line in block.splitlines()] == render_table().splitlines()
+
+
+def test_each_cell_says_where_the_call_goes() -> None:
+    """No cell hides its next state in its action: an action moves nothing itself (the owner moves
+    the call to the cell's state, or to ``invalid`` when the action refuses it)."""
+    import inspect
+
+    from toolstitch.core import _call
+
+    for row in TRANSITIONS.values():
+        for cell in row.values():  # type: ignore[attr-defined]
+            action = cell.action
+            if action is not None and action.__name__ != "unlisted":
+                assert "_move(" not in inspect.getsource(action), action.__name__
+    assert not [
+        name
+        for name, fn in vars(_call).items()
+        if inspect.isfunction(fn) and fn.__module__ == _call.__name__ and _is_empty(fn)
+    ]
+
+
+def _is_empty(fn: Any) -> bool:
+    """A function whose body is only a docstring (and perhaps ``return None``/``...``)."""
+    import inspect
+    import textwrap
+
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return False
+    body = tree.body[0].body  # type: ignore[attr-defined]
+    rest = [n for n in body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
+    return all(
+        isinstance(n, ast.Return) and (n.value is None or isinstance(n.value, ast.Constant)) for n in rest
+    )
+
+
 def test_every_state_lists_every_event() -> None:
-    assert set(TRANSITIONS) == {"open", "stated", "ready", "invalid", "incomplete"}
+    assert set(TRANSITIONS) == {"open", "stated", "refused", "ready", "invalid", "incomplete"}
     for row in TRANSITIONS.values():
         assert set(row) == set(EVENTS)
 
@@ -186,7 +235,7 @@ def test_a_statement_is_adopted_only_when_nothing_streamed() -> None:
     assert call.arguments == '{"a": 1}' and call.stated
     assert life.seal().ready
     life = Life()
-    life.owner.state(life.call, text='{"a": 1}', where="w", adopt=False, notes=[], events=[])
+    life.owner.state(life.call, Statement('{"a": 1}', None, None, "w", adopt=False), [])
     assert life.call.status == "invalid"
 
 
@@ -204,12 +253,14 @@ def test_a_long_id_is_kept_as_sent_and_one_past_the_bound_refuses_naming_the_id(
     real = "call_" + "a" * 32 + "__thought__" + "x" * 5500
     owner = CallOwner(Limits(), lambda: 0.0)
     call = owner.open(0, 0, 0, 0.0)
-    owner.take(call, id=real, name="f", opening=True, text="{}", notes=[], events=[])
-    owner.seal(call, 0.0, CHECKS, True, [])
+    owner.identify(call, Identity(real, "f", None, None), [], opening=True)
+    owner.fragment(call, ("{}", None, False), [])
+    owner.seal(call, Finish(0.0, CHECKS, True))
     assert call.ready and call.id == real
     owner = CallOwner(Limits(max_id_chars=100), lambda: 0.0)
     call = owner.open(0, 0, 0, 0.0)
-    owner.take(call, id="c" * 101, name="f", opening=True, text="{}", notes=[], events=[])
+    owner.identify(call, Identity("c" * 101, "f", None, None), [], opening=True)
+    owner.fragment(call, ("{}", None, False), [])
     assert call.status == "invalid" and isinstance(call.error, ts.errors.LimitExceeded)
     assert "id" in call.error.message and "argument" not in call.error.message.split(";")[0]
 

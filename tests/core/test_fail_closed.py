@@ -160,16 +160,17 @@ def test_a_logprobs_value_of_the_wrong_type_keeps_the_finish_reason() -> None:
 def test_an_internal_failure_refuses_the_calls_the_chunk_touched_and_reads_the_rest(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from toolstitch.core._call import TRANSITIONS
+    from toolstitch.core._call import TRANSITIONS, Cell
 
     real = TRANSITIONS["open"]["fragment"]
 
-    def broken(owner: Any, call: Any, text: str, *rest: Any) -> None:
-        real(owner, call, text, *rest)
-        if text == "BOOM":
+    def broken(owner: Any, call: Any, fragment: Any, events: Any) -> Any:
+        error = real.action(owner, call, fragment, events)  # type: ignore[misc]
+        if fragment[0] == "BOOM":
             raise RuntimeError("a bug after the text was appended")
+        return error
 
-    monkeypatch.setitem(TRANSITIONS["open"], "fragment", broken)
+    monkeypatch.setitem(TRANSITIONS["open"], "fragment", Cell(broken, real.to))
     acc = ts.Accumulator()
     acc.feed(calls(entry(0, "call_1", "f", '{"a": 1}')))
     acc.feed(calls(entry(1, "call_2", "f", '{"b": 2}')))
@@ -191,15 +192,15 @@ def test_an_internal_failure_refuses_the_calls_the_chunk_touched_and_reads_the_r
 
 def test_a_failure_while_sealing_withdraws_ready(monkeypatch: pytest.MonkeyPatch) -> None:
 
-    from toolstitch.core._call import TRANSITIONS
+    from toolstitch.core._call import TRANSITIONS, Cell
 
     real = TRANSITIONS["open"]["finish"]
 
-    def broken(owner: Any, call: Any, t: float, checks: Any, first: bool, notes: Any) -> None:
-        real(owner, call, t, checks, first, notes)
+    def broken(owner: Any, call: Any, finish: Any, events: Any) -> Any:
+        real.action(owner, call, finish, events)  # type: ignore[misc]
         raise RuntimeError("a bug after the call looked ready")
 
-    monkeypatch.setitem(TRANSITIONS["open"], "finish", broken)
+    monkeypatch.setitem(TRANSITIONS["open"], "finish", Cell(broken, real.to))
     acc = ts.Accumulator()
     acc.feed(calls(entry(0, "call_1", "f", '{"a": 1}')))
     events = acc.feed(done())

@@ -1,13 +1,13 @@
 """The hot exits are shortcuts, nothing more: a stream read with them is read exactly as without.
 
-The reader hands a plain continuation to the owner's hot transition (``CallOwner.append``) from two
-places: a chunk whose one choice is nothing but that fragment (``_read._continues``), and a
-fragment the router found an open call for (the exit in ``read_fragment``). With the transition
-told to take nothing (``hot=True`` answers False), every fragment goes the long way, through the
-router and the owner's keyword intake; that reading is the reference. The same SDK chunk objects,
-read both ways, must give the same events, calls, anomalies and final completion: streams built to
-reach the exits (continuations at open, sealed and unknown indexes, beside a role, content, a
-finish, unknown fields, several entries, text with escapes, non-ASCII and lone surrogates, limits
+The reader hands a plain continuation of a begun call to the owner (``CallOwner.fragment``) from
+two places: a chunk whose one choice is nothing but that fragment (``_read._continues``), and a
+fragment the router found an open call for (the exit in ``read_fragment``). With no call ever
+``begun``, every fragment goes the long way, through the router to the same entrance; that reading
+is the reference. The same SDK chunk objects, read both ways, must give the same events, calls,
+anomalies and final completion: streams built to reach the exits (continuations at open, sealed
+and unknown indexes, beside a role, content, a finish, unknown fields, several entries, text with
+escapes, non-ASCII and lone surrogates, limits
 reached on the way) and every stream of the provider corpus.
 """
 
@@ -25,7 +25,7 @@ from openai.types.chat import ChatCompletionChunk
 import toolstitch as ts
 from tests.conftest import examples
 from tests.corpus import CORPUS
-from toolstitch.core._call import CallOwner
+from toolstitch.core._call import ToolCall
 
 SCHEMA = {
     "type": "object",
@@ -139,20 +139,13 @@ def _event(event: Any) -> tuple[Any, ...]:
     return (type(event).__name__, where, getattr(event, "text", None), repr(getattr(event, "error", None)))
 
 
-_APPEND = CallOwner.append
-
-
-def _long_way(self: CallOwner, call: Any, text: str, *args: Any, hot: bool = True, **kw: Any) -> bool:
-    """``CallOwner.append`` that takes nothing as the hot transition: every fragment goes the long
-    way (the router, then the row's own action through ``take``)."""
-    return False if hot else _APPEND(self, call, text, *args, hot=hot, **kw)
-
-
 def _both(chunks: list[Any], limits: ts.Limits, monkeypatch: pytest.MonkeyPatch) -> None:
     for events in (True, False):
         hot = _read(chunks, limits, events)
         with monkeypatch.context() as m:
-            m.setattr(CallOwner, "append", _long_way)
+            # No call is ever ``begun`` for the exits: every fragment goes the long way (the
+            # router, then the owner's same entrance).
+            m.setattr(ToolCall, "begun", property(lambda self: False))
             reference = _read(chunks, limits, events)
         assert hot == reference
 

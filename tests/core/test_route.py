@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from toolstitch.core._anomaly import Anomaly
-from toolstitch.core._call import CallOwner
+from toolstitch.core._call import CallOwner, Identity
 from toolstitch.core._limits import Limits
 from toolstitch.core._route import (
     FURTHER,
@@ -60,19 +60,14 @@ class Router:
             text, whole = argument_text(
                 self.table, call, f.arguments, f.replace, bool(flags & FURTHER), f.raw, self.notes
             )
-        self.owner.take(
-            call,
-            text=text,
-            id=f.id,
-            name=f.name,
-            type=f.type,
-            replace=whole,
-            new_id=bool(flags & NEW_ID),
-            opening=opening,
-            raw=f.raw,
-            notes=self.notes,
-            events=[],
-        )
+        if f.id is not None or f.name is not None or f.type is not None or opening:
+            identity = Identity(f.id, f.name, f.type, None, bool(flags & NEW_ID), f.raw)
+            self.owner.identify(call, identity, [], opening=opening)
+        if whole:
+            self.owner.resend(call, (text or "", f.raw, False), [])
+        else:
+            self.owner.fragment(call, (text or "", f.raw, False), [])
+        self.notes.extend(self.owner.take_notes())
         if f.id is not None and call.id == f.id:
             self.table.by_id.setdefault(f.id, call)
         return call

@@ -9,7 +9,7 @@ import pytest
 import toolstitch as ts
 from toolstitch.core import sealed_call
 from toolstitch.core._anomaly import Anomaly
-from toolstitch.core._call import CallOwner, ToolCall
+from toolstitch.core._call import CallOwner, Finish, Identity, ToolCall
 from toolstitch.core._limits import Limits
 from toolstitch.core._seal import CallChecks
 
@@ -24,8 +24,10 @@ def sealed(checks: CallChecks, name: str, text: str, first: bool = True) -> tupl
     owner = CallOwner(Limits(), lambda: 0.0)
     call = owner.open(0, 0, 0, 0.0)
     notes: list[Anomaly] = []
-    owner.take(call, name=name, type="function", text=text, opening=True, notes=notes, events=[])
-    owner.seal(call, 0.0, checks, first, notes)
+    owner.identify(call, Identity(None, name, "function", None), [], opening=True)
+    owner.fragment(call, (text, None, False), [])
+    owner.seal(call, Finish(0.0, checks, first))
+    notes.extend(owner.take_notes())
     return call, [n.code for n in notes]
 
 

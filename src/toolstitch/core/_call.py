@@ -7,18 +7,17 @@ to) stays in ``_route.py``. Users see a ``ToolCall`` read-only. Modelled on h11'
 the table is data, and an event the table does not list for a state refuses the call
 (:class:`~toolstitch.errors.TransitionRefused`); nothing passes silently.
 
-The table (:data:`TRANSITIONS`; ``stated`` shows as ``status == "open"``)::
+The table is :data:`TRANSITIONS`: each cell names its action and the state that follows it, and
+docs/design.md shows it as :func:`render_table` writes it. Every event is one column with one
+payload type (:class:`Row`), and every action has one signature (:class:`Action`): it returns an
+error to refuse the call, which then goes to ``invalid`` whatever its cell says. The states:
+``open``; ``stated`` (the server stated the whole text); ``refused`` (refused while it streams:
+``invalid`` announced, its text still kept until the seal); ``ready``, ``invalid`` and
+``incomplete``, which users see as the call's ``status`` (the first three show as ``"open"``).
 
-    state       fragment       identity     statement       verdict  finish  limit   fault   end
-    ─────────── ────────────── ──────────── ─────────────── ──────── ─────── ─────── ─────── ──────────
-    open        append         write once   adopt | compare refuse   seal    refuse  refuse  incomplete
-    stated      refuse         write once   compare         refuse   seal    refuse  refuse  incomplete
-    ready       refuse (late)  note only    compare         refuse   ─       refuse  refuse  ─
-    invalid     count only     note only    ─               ─        ─       ─       ─       ─
-    incomplete  count only     note only    ─               ─        ─       ─       ─       ─
-
-* **fragment**: a piece of argument text. Appended to an open call (the hot transition: one
-  dictionary hit, one append, one counter), every byte counted against ``Limits`` (the call's
+* **fragment**: a piece of argument text; **resent**: the whole text so far, sent again (it
+  replaces the text). Appended to an open call (the hot transition: one dictionary hit, one
+  append, one counter), every byte counted against ``Limits`` (the call's
   ``max_argument_bytes`` and the stream's ``max_stream_bytes``). After the text was stated, or
   the call was sealed, any text refuses it, whitespace included: the text that was checked is the
   text that runs.
@@ -51,12 +50,12 @@ from __future__ import annotations
 import builtins
 from collections.abc import Callable
 from dataclasses import dataclass, fields
+from enum import Enum
 from itertools import chain
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, NamedTuple, Protocol, TypedDict, TypeVar, cast
 
 from ..errors import (
     CallIncomplete,
-    InternalFault,
     LateFragment,
     LimitExceeded,
     MissingName,
@@ -84,11 +83,16 @@ __all__ = [
     "CallMetrics",
     "CallOwner",
     "CallStatus",
+    "Finish",
+    "Fragment",
+    "Identity",
+    "Statement",
     "ToolCall",
     "has_lone_surrogate",
     "now",
     "parse_arguments",
     "push",
+    "render_table",
     "text_size",
     "timings_dict",
     "wall_clock",
@@ -97,26 +101,36 @@ __all__ = [
 CallStatus = Literal["open", "ready", "invalid", "incomplete"]
 T = TypeVar("T")
 
-# The states (``stated`` is an open call whose text the server stated whole) and the events.
-OPEN, STATED, READY, INVALID, INCOMPLETE = "open", "stated", "ready", "invalid", "incomplete"
-FRAGMENT, IDENTITY, STATEMENT, VERDICT, FINISH, LIMIT, FAULT, END = (
-    "fragment",
-    "identity",
-    "statement",
-    "verdict",
-    "finish",
-    "limit",
-    "fault",
-    "end",
-)
-EVENTS = (FRAGMENT, IDENTITY, STATEMENT, VERDICT, FINISH, LIMIT, FAULT, END)
+# The states: ``stated`` is an open call whose text the server stated whole, ``refused`` an open call
+# refused while it streams (announced ``invalid``, sealed ``invalid``); users see both as "open".
+OPEN, STATED, REFUSED = "open", "stated", "refused"
+READY, INVALID, INCOMPLETE = "ready", "invalid", "incomplete"
+_STATUS: dict[str, CallStatus] = {
+    OPEN: "open",
+    STATED: "open",
+    REFUSED: "open",
+    READY: "ready",
+    INVALID: "invalid",
+    INCOMPLETE: "incomplete",
+}
+EVENTS = ("fragment", "resent", "identity", "statement", "verdict", "finish", "limit", "fault", "end")
+"""The table's columns, each an event with one payload type (:class:`Row`)."""
 CUSTOM = "custom"
 """The ``type`` of a custom tool's call: its text is the input itself, not JSON (sealed with
 ``_parse.parse_input``, checked against the tool's ``format``)."""
-_NO_EARLY = object()
-"""``ToolCall._early``: nothing about the call can be decided early."""
-_REFUSED = object()
-"""``ToolCall._early``: the call was refused early (its verdict was announced then)."""
+
+
+class Early(Enum):
+    """Where a call's early check stands when it holds no :class:`~._early.EarlyCheck`."""
+
+    UNREAD = "unread"
+    """Its first text has not been read with events on: the check may still start there."""
+    NOTHING = "nothing"
+    """Nothing about the call can be decided early (no checks, no schema, a custom tool's input,
+    text read first without events), or nothing more (the check is done, or refused the call)."""
+
+
+UNREAD, NOTHING_EARLY = Early.UNREAD, Early.NOTHING
 MAX_NAME = 1024
 """Characters of a function name beyond which it is unusable (OpenAI allows 64)."""
 
@@ -230,7 +244,7 @@ class ToolCall(JSONForm):
         self._type: str | None = None
         self._status: CallStatus = "open"
         self._phase = OPEN
-        self._row = TRANSITIONS[OPEN]
+        self._row: Row = TRANSITIONS[OPEN]
         """The table's row for the call's state: what each event does now (one dictionary hit)."""
         self._parsed: Any = None
         self._error: ToolCallError | None = None
@@ -252,9 +266,8 @@ class ToolCall(JSONForm):
         self._pending_error: ToolCallError | None = None
         """An error decided while the call was open (an unreadable fragment): applied at seal."""
         self._preview: Preview | None = None
-        self._early: EarlyCheck | object | None = None
-        """The early check of its text (``_early.py``): None until its first text is read with
-        events on, then a check, :data:`_NO_EARLY` (nothing to check) or :data:`_REFUSED`."""
+        self._early: EarlyCheck | Early = UNREAD
+        """The early check of its text (``_early.py``), or where it stands without one."""
 
     def __repr__(self) -> str:
         return (
@@ -311,7 +324,7 @@ class ToolCall(JSONForm):
         return self._parsed
 
     @property
-    def error(self) -> ToolCallError | None:
+    def error(self) -> Refusal:
         """Why the call is ``invalid`` or ``incomplete``, else ``None``."""
         return self._error
 
@@ -353,6 +366,12 @@ class ToolCall(JSONForm):
     def chars(self) -> int:
         """Characters of argument text kept so far."""
         return self._chars
+
+    @property
+    def begun(self) -> bool:
+        """True while the call is open and its text has begun: a plain continuation of it asks the
+        router nothing (the readers' hot exits hand it to :meth:`CallOwner.fragment` at once)."""
+        return self._chars > 0 and self._status == "open"
 
     @property
     def arguments(self) -> str:
@@ -492,6 +511,98 @@ class ToolCall(JSONForm):
             ) from None
 
 
+# -- the events: one typed payload per column ------------------------------------------------------
+
+Fragment = tuple[str, Any, bool]
+"""The payload of ``fragment`` and ``resent``: ``(text, raw, want)``, the argument text (for
+``resent``, the whole text so far, sent again), the wire piece it came in (for the anomalies it
+causes) and whether events are read (``want``: build ``ArgumentsDelta``, ask the scanner and the
+early check). A plain tuple, not a class: most chunks of a stream build one, on the hot path."""
+
+
+class Identity(NamedTuple):
+    """The payload of ``identity``: what one piece says of who the call is. ``new_id``: the router
+    read the piece as the call's id changing mid-arguments (kept, and noted)."""
+
+    id: str | None
+    name: str | None
+    type: str | None
+    extra: dict[str, Any] | None
+    new_id: bool = False
+    raw: Any = None
+
+
+class Statement(NamedTuple):
+    """The payload of ``statement``: the server stated the call whole (``where`` names the event).
+    ``text`` None: the text is final as it stands. ``adopt=False``: the statement may not supply
+    text that never streamed (the reader knows text may have gone astray)."""
+
+    text: str | None
+    name: str | None
+    id: str | None
+    where: str
+    adopt: bool = True
+    raw: Any = None
+
+
+class Finish(NamedTuple):
+    """The payload of ``finish``: when, the request's checks, and whether the call is its choice's
+    first (``parallel_tool_calls=False`` allows only that one)."""
+
+    t: float
+    checks: CallChecks
+    first: bool
+
+
+class Ending(NamedTuple):
+    """The payload of ``end``: why the input ended before the call was sealed, and when (None:
+    now)."""
+
+    reason: str
+    t: float | None = None
+
+
+P = TypeVar("P", contravariant=True)
+Refusal = ToolCallError | None
+"""What an action returns: the error that refuses the call, or None."""
+
+
+class Action(Protocol[P]):
+    """What a cell does: every action has this one signature. It returns an error to refuse the
+    call (the owner then makes it ``invalid`` and announces it on ``events``), or None, and the call
+    goes to the cell's next state."""
+
+    def __call__(self, owner: CallOwner, call: ToolCall, event: P, events: list[Event], /) -> Refusal: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Cell(Generic[P]):
+    """One cell of the table: its action (None: nothing happens) and the state that follows it
+    (None: the call stays where it is). An action that refuses the call sends it to ``invalid``
+    instead, whatever the cell says."""
+
+    action: Action[P] | None
+    to: str | None = None
+
+
+NOTHING: Cell[Any] = Cell(None)
+"""A cell in which the event changes nothing (a sealed call hears of it, and that is all)."""
+
+
+class Row(TypedDict):
+    """A state's row: each event (a column) with its payload's type."""
+
+    fragment: Cell[Fragment]
+    resent: Cell[Fragment]
+    identity: Cell[Identity]
+    statement: Cell[Statement]
+    verdict: Cell[ToolCallError]
+    finish: Cell[Finish]
+    limit: Cell[ToolCallError]
+    fault: Cell[ToolCallError]
+    end: Cell[Ending]
+
+
 # -- the owner ------------------------------------------------------------------------------------
 
 
@@ -539,26 +650,41 @@ _IDENTITY_NOTES: dict[str, tuple[str, str]] = {
 }
 
 
-def _note(notes: list[Anomaly], call: ToolCall, raw: Any, what: str, /, **values: Any) -> None:
+def _note(owner: CallOwner, call: ToolCall, raw: Any, what: str, /, **values: Any) -> None:
     code, template = _IDENTITY_NOTES[what]
     message = template.format(**{k: _show(v) for k, v in values.items()}) if values else template
-    notes.append(Anomaly(code, message, call._choice, call._index, raw))
+    owner.notes.append(Anomaly(code, message, call._choice, call._index, raw))
 
 
 def _move(call: ToolCall, phase: str) -> None:
     """Enter ``phase``: the state, the status users see, and the table's row for it."""
     call._phase = phase
-    call._status = "open" if phase == STATED else phase  # type: ignore[assignment]
+    call._status = _STATUS[phase]
     call._row = TRANSITIONS[phase]
 
 
-def _to_invalid(call: ToolCall, error: ToolCallError, events: list[Event] | None, t: float | None) -> None:
+def _to_invalid(call: ToolCall, error: ToolCallError, events: list[Event]) -> None:
+    """A refusal: ``invalid`` with ``error``, announced (an executor acting on ``ToolCallReady`` must
+    hear that the call must not run after all)."""
     if call._status == "open" and call._metrics.sealed_at is None:
-        call._metrics.sealed_at = call._clock() if t is None else t
+        call._metrics.sealed_at = call._clock()
     call._error = error
     _move(call, INVALID)
-    if events is not None:
-        events.append(ToolCallInvalid(call, error))
+    events.append(ToolCallInvalid(call, error))
+
+
+def _step(owner: CallOwner, call: ToolCall, cell: Cell[P], event: P, events: list[Event]) -> bool:
+    """Apply one cell: its action, then its next state, or ``invalid`` when the action refused the
+    call. False when the cell says nothing happens."""
+    action = cell.action
+    if action is None:
+        return False
+    error = action(owner, call, event, events)
+    if error is not None:
+        _to_invalid(call, error, events)
+    elif cell.to is not None:
+        _move(call, cell.to)
+    return True
 
 
 def _keep_sample(call: ToolCall, extra: str) -> str:
@@ -576,16 +702,17 @@ def _keep_sample(call: ToolCall, extra: str) -> str:
 
 
 class CallOwner:
-    """The one writer of every call of one stream, for both APIs: each method is an event of the
-    table (:data:`TRANSITIONS`), applied through the call's current row.
+    """The one writer of every call of one stream, for both APIs: each event method applies the
+    cell of the call's current row (:data:`TRANSITIONS`).
 
     It also holds the stream's byte budget (``Limits.max_stream_bytes``), since every byte a call
     keeps is counted here; the accumulators charge their own text (content, reasoning, unknown
-    fields) through :meth:`charge`. Anomalies go to ``notes`` (the accumulator records them once
-    per call), events to ``events``.
+    fields) through :meth:`charge`. What a call announces goes to the ``events`` each method is
+    given; the anomalies an event caused wait in :attr:`notes` for the reader, which records them
+    with the call right after (:meth:`take_notes`).
     """
 
-    __slots__ = ("bytes_left", "checks", "clock", "limits")
+    __slots__ = ("bytes_left", "checks", "clock", "limits", "notes")
 
     def __init__(self, limits: Limits, clock: Callable[[], float]) -> None:
         self.limits = limits
@@ -594,6 +721,14 @@ class CallOwner:
         self.checks: CallChecks | None = None
         """The request's checks, for the verdicts that are certain while a call streams (set by
         the accumulator; None: nothing is decided early)."""
+        self.notes: list[Anomaly] = []
+        """Anomalies the last event caused, until the reader takes them (:meth:`take_notes`)."""
+
+    def take_notes(self) -> list[Anomaly]:
+        """The anomalies waiting for the reader (emptied)."""
+        notes = self.notes
+        self.notes = []
+        return notes
 
     def charge(self, size: int) -> bool:
         """Take ``size`` bytes from the stream budget; False (nothing taken) when over it."""
@@ -603,229 +738,83 @@ class CallOwner:
         self.bytes_left = left
         return True
 
-    # -- opening ------------------------------------------------------------------------------
-
     def open(self, choice: int, index: int, slot: int, t: float) -> ToolCall:
         """A new, open call (the router decided a fragment opens one)."""
         call = ToolCall(choice, index, slot, self.limits, self.clock)
         call._metrics.opened_at = t
         return call
 
-    # -- the keyword intake: one fragment's identity and text -----------------------------------
+    # -- the events -----------------------------------------------------------------------------
 
-    def take(
-        self,
-        call: ToolCall,
-        *,
-        text: str | None = None,
-        id: str | None = None,
-        name: str | None = None,
-        type: str | None = None,
-        extra: dict[str, Any] | None = None,
-        replace: bool = False,
-        new_id: bool = False,
-        taint: ToolCallError | None = None,
-        opening: bool = False,
-        raw: Any = None,
-        notes: list[Anomaly],
-        events: list[Event],
-        want: bool = False,
-    ) -> None:
-        """One fragment, as a reader read it: ``id``/``name``/``type``/``extra`` (the identity
-        event), ``text`` (the fragment event; ``replace``: it is the whole text so far, resent),
-        ``taint`` (a part of it could not be read, or it contradicts the call: the call is refused
-        at seal with this error),
-        ``opening`` (the fragment opened the call). ``want``: build the per-fragment events."""
-        before = call._error
-        if id is not None or name is not None or type is not None or extra is not None or opening:
-            call._row[IDENTITY](self, call, id, name, type, extra, new_id, raw, notes, events)
-            if opening and call._slot >= self.limits.max_calls_per_choice:
-                self.limit_calls(call)
+    def fragment(self, call: ToolCall, fragment: Fragment, events: list[Event]) -> None:
+        """One piece of the call (counted), with its argument text (the ``fragment`` event when the
+        text is not empty). The one entrance for text, and the hot path: on an open call the cell's
+        action is the append itself."""
         call._metrics.fragments += 1
-        if taint is not None and call._phase in (OPEN, STATED) and call._pending_error is None:
-            call._pending_error = taint
-        if text:
-            call._row[FRAGMENT](self, call, text, replace, raw, notes, events, want)
-        # A limit or a late fragment turned the call invalid: an executor acting on ToolCallReady
-        # must hear that the call must not run after all (once).
-        if (
-            call._error is not before
-            and call._status == "invalid"
-            and call._error is not None
-            and not (events and isinstance(events[-1], ToolCallInvalid) and events[-1].call is call)
-        ):
-            events.append(ToolCallInvalid(call, call._error))
+        if fragment[0]:
+            cell = call._row["fragment"]
+            error = cell.action(self, call, fragment, events)  # type: ignore[misc]  # never NOTHING
+            if error is not None:
+                _to_invalid(call, error, events)
 
-    def append(
-        self,
-        call: ToolCall,
-        text: str,
-        notes: list[Anomaly] | None,
-        events: list[Event],
-        want: bool,
-        hot: bool = True,
-        replace: bool = False,
-    ) -> bool:
-        """The hot transition: ``text`` (non-empty), a plain continuation the router found for an
-        open call whose text has begun. One dictionary hit (the call's row), then the append, the
-        counters against the call's and the stream's bounds, and with events (``want``) the
-        ``ArgumentsDelta`` and what the scanner and the early check say. False, with nothing done,
-        in any other state (the reader then hands the fragment to :meth:`take`, which applies the
-        row's own action).
+    def resend(self, call: ToolCall, fragment: Fragment, events: list[Event]) -> None:
+        """One piece of the call (counted) that sent its whole text so far again (``resent``)."""
+        call._metrics.fragments += 1
+        if fragment[0]:
+            _step(self, call, call._row["resent"], fragment, events)
 
-        The row's own action for an open call (``_append``) is these same lines, with
-        ``hot=False``: the row was read and the fragment counted by :meth:`take`, which also
-        announces a refusal itself. ``replace``: ``text`` is the whole text, resent (only through
-        ``take``)."""
-        metrics = call._metrics
-        if hot:
-            if call._row[FRAGMENT] is not _append or not call._chars:
-                return False
-            metrics.fragments += 1
-        n = len(text)
-        size = n if text.isascii() else text_size(text)
-        left = self.bytes_left - size
-        if left < 0:  # over the stream's bound: a replacement replaces nothing
-            metrics.bytes += size
-            _exceed(call, "max_stream_bytes", self.limits.max_stream_bytes, "" if replace else text, notes)
-            return self._refused(call, events, hot)
-        self.bytes_left = left
-        if replace:
-            _restart(self, call)
-        metrics.bytes += size
-        if metrics.first_argument_at is None:
-            metrics.first_argument_at = call._clock()
-        bytes_left = call._bytes_left - size
-        call._bytes_left = bytes_left
-        if bytes_left < 0:
-            _exceed(call, "max_argument_bytes", bytes_left + metrics.bytes, text, notes)
-            return self._refused(call, events, hot)
-        if size != n and not call._surrogates and has_lone_surrogate(text):
-            call._surrogates = True
-        parts = call._parts
-        parts.append(text)
-        if len(parts) >= _BATCH:
-            call._done.append("".join(parts))
-            parts.clear()
-        call._joined = None
-        chars = call._chars
-        call._chars = chars + n
-        if not want:
-            return True
-        # Events are read: the scanner is asked where the JSON stands, and the early check what the
-        # text can still become. Both read just this fragment when in step with the text.
-        events.append(arguments_delta(call, text))
-        scanner = call._scanner
-        body = False
-        if scanner.offset == chars:
-            news = scanner.feed(text)
-            if news:
-                if scanner.complete:
-                    metrics.arguments_complete_at = call._clock()
-                    events.append(ArgumentsComplete(call))
-                if scanner.error is not None:
-                    events.append(ArgumentsMalformed(call, scanner.error, scanner.error_at))
-            else:
-                body = news is None
-        else:  # text arrived while nobody read events: caught up from the joined text
-            was_complete = scanner.complete
-            had_error = scanner.error is not None
-            call._scan()
-            if scanner.complete and not was_complete:
-                events.append(ArgumentsComplete(call))
-            if scanner.error is not None and not had_error:
-                events.append(ArgumentsMalformed(call, scanner.error, scanner.error_at))
-        early = call._early
-        if type(early) is not EarlyCheck:
-            if early is not None:
-                return True  # nothing to check (_NO_EARLY), or refused early (_REFUSED)
-            early = call._early = _start_early(self, call, chars, events)
-            if type(early) is not EarlyCheck:
-                return True
-        if body and early.free and early.offset == chars:
-            # The scanner read the fragment as staying inside a string, and the check is in a string
-            # nobody checks: nothing there for it but the offset.
-            early.offset = chars + n
-            return True
-        reason = early.feed(text, chars)
-        if reason is not None:
-            self.verdict(
-                call,
-                SchemaViolation(
-                    f"arguments can no longer match the schema of {call._name!r}: {reason}",
-                    raw=_keep_sample_text(call),
-                    errors=[reason],
-                ),
-                events,
-            )
-        elif early.done:
-            call._early = _NO_EARLY
-        return True
-
-    def _refused(self, call: ToolCall, events: list[Event], hot: bool) -> bool:
-        """A limit refused the call while its text was appended: whoever acts on events must hear
-        it (``take`` announces it itself)."""
-        if hot:
-            events.append(ToolCallInvalid(call, call._error))  # type: ignore[arg-type]
-        return True
+    def identify(
+        self, call: ToolCall, identity: Identity, events: list[Event], opening: bool = False
+    ) -> None:
+        """What a piece says of the call's id, name, type and unknown fields (``identity``);
+        ``opening``: the piece opened the call, which may be one too many for its choice."""
+        _step(self, call, call._row["identity"], identity, events)
+        if opening and call._slot >= self.limits.max_calls_per_choice:
+            self.limit_calls(call, events)
 
     def taint(self, call: ToolCall, error: ToolCallError) -> None:
         """Something about the open call cannot be trusted (an unreadable part of a fragment, its
-        choice claimed twice): refused when it is sealed (the first reason is kept)."""
-        if call._phase in (OPEN, STATED) and call._pending_error is None:
+        choice claimed twice): refused when it is sealed (the first reason is kept). Not an event:
+        nothing changes until the seal."""
+        if call._status == "open" and call._pending_error is None:
             call._pending_error = error
 
-    # -- statement, finish, limit, fault, end ---------------------------------------------------
+    def state(self, call: ToolCall, statement: Statement, events: list[Event]) -> None:
+        """The server stated the call whole (``statement``)."""
+        _step(self, call, call._row["statement"], statement, events)
 
-    def state(
-        self,
-        call: ToolCall,
-        *,
-        text: str | None = None,
-        name: str | None = None,
-        id: str | None = None,
-        where: str,
-        adopt: bool = True,
-        raw: Any = None,
-        notes: list[Anomaly],
-        events: list[Event],
-    ) -> None:
-        """The server stated the call whole (``where`` says which event): its ``text`` (None: the
-        text is final as it stands), ``name`` and ``id``. ``adopt=False``: a statement may not
-        supply text that never streamed (the reader knows text may have gone astray)."""
-        call._row[STATEMENT](self, call, text, name, id, where, adopt, raw, notes, events)
-
-    def seal(self, call: ToolCall, t: float, checks: CallChecks, first: bool, notes: list[Anomaly]) -> bool:
-        """The call's choice (or response) finished: parse and check it (``ready`` or ``invalid``).
-        True when its verdict is news (False for a call already refused while it streamed: its
-        ``ToolCallInvalid`` was announced then)."""
-        return call._row[FINISH](self, call, t, checks, first, notes) is not False
+    def seal(self, call: ToolCall, finish: Finish) -> bool:
+        """The call's choice (or response) finished (``finish``): parse and check it (``ready`` or
+        ``invalid``). True when its verdict is news (False for a call refused while it streamed:
+        its ``ToolCallInvalid`` was announced then). The accumulator announces the verdict."""
+        news = call._phase != REFUSED
+        _step(self, call, call._row["finish"], finish, [])
+        return news
 
     def verdict(self, call: ToolCall, error: ToolCallError, events: list[Event]) -> None:
-        """The call can no longer become valid while it still streams (``_early.py``): refused
-        now, announced now; it is sealed ``invalid`` with this error."""
-        call._row[VERDICT](self, call, error, events)
+        """The call can no longer become valid while it still streams (``verdict``, ``_early.py``)."""
+        _step(self, call, call._row["verdict"], error, events)
 
-    def limit_calls(self, call: ToolCall) -> None:
-        """The call's choice already holds ``Limits.max_calls_per_choice`` calls: refused."""
+    def limit_calls(self, call: ToolCall, events: list[Event]) -> None:
+        """The call's choice already holds ``Limits.max_calls_per_choice`` calls (``limit``)."""
         limit = self.limits.max_calls_per_choice
         error = LimitExceeded(
             f"more than Limits.max_calls_per_choice={limit} tool calls in one choice",
             limit="max_calls_per_choice",
             value=limit,
         )
-        call._row[LIMIT](self, call, error, "", None)
+        _step(self, call, call._row["limit"], error, events)
         call._bytes_left = call._sample_chars  # keep no more than a sample of its text
 
     def refuse(self, call: ToolCall, error: ToolCallError, events: list[Event] | None = None) -> bool:
         """A fault touched the call (an unreadable part of the input, toolstitch's own failure):
-        ``invalid`` unless it was already refused or ended. True when it changed."""
-        return call._row[FAULT](self, call, error, events)  # type: ignore[no-any-return]
+        ``invalid`` unless it was already refused or ended (``fault``). True when it changed."""
+        return _step(self, call, call._row["fault"], error, [] if events is None else events)
 
     def end(self, call: ToolCall, reason: str, t: float | None = None) -> bool:
-        """The input ended (or the response said so) before the call was sealed: ``incomplete``.
-        True when it changed."""
-        return call._row[END](self, call, reason, t)  # type: ignore[no-any-return]
+        """The input ended (or the response said so) before the call was sealed (``end``):
+        ``incomplete``. True when it changed."""
+        return _step(self, call, call._row["end"], Ending(reason, t), [])
 
     # -- repairs that do not come from the wire -------------------------------------------------
 
@@ -849,26 +838,95 @@ class CallOwner:
         return scanner.complete and not was_complete, error, scanner.error_at
 
 
-# -- the actions: one per (state, event) ------------------------------------------------------------
+# -- the actions ------------------------------------------------------------------------------------
 
 
-def _append(
-    owner: CallOwner,
-    call: ToolCall,
-    text: str,
-    replace: bool,
-    raw: Any,
-    notes: list[Anomaly] | None,
-    events: list[Event],
-    want: bool,
-) -> None:
-    """open + fragment: the hot transition's lines (:meth:`CallOwner.append`) keep the text; a
-    replacement (the whole text resent) starts it again there, once the stream's bound allows it."""
-    owner.append(call, text, notes, events, want, hot=False, replace=replace)
+def _append(owner: CallOwner, call: ToolCall, fragment: Fragment, events: list[Event]) -> Refusal:
+    """open + fragment, the hot transition: one append, the counters against the call's and the
+    stream's bounds, and with events (``want``) the ``ArgumentsDelta`` and what the scanner and the
+    early check say. Both read just this fragment when in step with the text."""
+    text, _, want = fragment
+    metrics = call._metrics
+    n = len(text)
+    size = n if text.isascii() else text_size(text)
+    left = owner.bytes_left - size
+    if left < 0:  # over the stream's bound
+        metrics.bytes += size
+        return _exceed(owner, call, "max_stream_bytes", owner.limits.max_stream_bytes, text)
+    owner.bytes_left = left
+    metrics.bytes += size
+    if metrics.first_argument_at is None:
+        metrics.first_argument_at = call._clock()
+    bytes_left = call._bytes_left - size
+    call._bytes_left = bytes_left
+    if bytes_left < 0:
+        return _exceed(owner, call, "max_argument_bytes", bytes_left + metrics.bytes, text)
+    if size != n and not call._surrogates and has_lone_surrogate(text):
+        call._surrogates = True
+    parts = call._parts
+    parts.append(text)
+    if len(parts) >= _BATCH:
+        call._done.append("".join(parts))
+        parts.clear()
+    call._joined = None
+    chars = call._chars
+    call._chars = chars + n
+    if not want:
+        return None
+    events.append(arguments_delta(call, text))
+    scanner = call._scanner
+    body = False
+    if scanner.offset == chars:
+        news = scanner.feed(text)
+        if news:
+            if scanner.complete:
+                metrics.arguments_complete_at = call._clock()
+                events.append(ArgumentsComplete(call))
+            if scanner.error is not None:
+                events.append(ArgumentsMalformed(call, scanner.error, scanner.error_at))
+        else:
+            body = news is None
+    else:  # text arrived while nobody read events: caught up from the joined text
+        was_complete = scanner.complete
+        had_error = scanner.error is not None
+        call._scan()
+        if scanner.complete and not was_complete:
+            events.append(ArgumentsComplete(call))
+        if scanner.error is not None and not had_error:
+            events.append(ArgumentsMalformed(call, scanner.error, scanner.error_at))
+    early = call._early
+    if type(early) is not EarlyCheck:
+        if early is not UNREAD:
+            return None  # nothing to check
+        early = call._early = _start_early(owner, call, chars, events)
+        if type(early) is not EarlyCheck:
+            return None
+    if body and early.free and early.offset == chars:
+        # The scanner read the fragment as staying inside a string, and the check is in a string
+        # nobody checks: nothing there for it but the offset.
+        early.offset = chars + n
+        return None
+    reason = early.feed(text, chars)
+    if reason is not None:
+        error = SchemaViolation(
+            f"arguments can no longer match the schema of {call._name!r}: {reason}",
+            raw=call.arguments[: call._sample_chars],
+            errors=[reason],
+        )
+        owner.verdict(call, error, events)
+    elif early.done:
+        call._early = NOTHING_EARLY
+    return None
 
 
-def _restart(owner: CallOwner, call: ToolCall) -> None:
-    """The text so far is replaced by a resent whole: what it held is no longer kept or counted."""
+def _resend(owner: CallOwner, call: ToolCall, fragment: Fragment, events: list[Event]) -> Refusal:
+    """open + resent: the text so far is replaced by the resent whole, once the stream's bound
+    allows it (over the bound, a replacement replaces nothing)."""
+    text = fragment[0]
+    size = text_size(text)
+    if owner.bytes_left - size < 0:
+        call._metrics.bytes += size
+        return _exceed(owner, call, "max_stream_bytes", owner.limits.max_stream_bytes, "")
     metrics = call._metrics
     owner.bytes_left += call._chars  # the replaced text is no longer kept (approximation in chars)
     call._preview = None
@@ -878,134 +936,92 @@ def _restart(owner: CallOwner, call: ToolCall) -> None:
     call._chars = 0
     call._scanner = JSONScanner()
     if type(call._early) is EarlyCheck:
-        call._early = None  # read again from the start of the new text
+        call._early = UNREAD  # read again from the start of the new text
     call._bytes_left += metrics.bytes
     metrics.bytes = 0
     call._surrogates = False
+    return _append(owner, call, fragment, events)
 
 
-def _start_early(owner: CallOwner, call: ToolCall, chars: int, events: list[Event]) -> object:
+def _start_early(owner: CallOwner, call: ToolCall, chars: int, events: list[Event]) -> EarlyCheck | Early:
     """The early check of a call whose first text is being read (``_early.py``): its name is fixed
     from here on, so the request's verdict on the name is asked now; then what is certain about
     its tool's schema, if anything."""
     checks = owner.checks
     if checks is None or chars != 0 or call._name is None:
-        return _NO_EARLY
+        return NOTHING_EARLY
     error, node = checks.early(call._name, "")
     if error is not None:
         owner.verdict(call, error, events)
-        return _REFUSED
+        return NOTHING_EARLY
     if node is None or call._type == CUSTOM:  # a custom tool's input is text, not JSON
-        return _NO_EARLY
+        return NOTHING_EARLY
     return EarlyCheck(node)
 
 
-def _keep_sample_text(call: ToolCall) -> str:
-    """A bounded sample of the call's text, for an error's ``raw``."""
-    return call.arguments[: call._sample_chars]
-
-
-def _exceed(call: ToolCall, limit_name: str, limit: int, text: str, notes: list[Anomaly] | None) -> None:
+def _exceed(owner: CallOwner, call: ToolCall, limit_name: str, limit: int, text: str) -> ToolCallError:
+    """A byte bound was exceeded: a sample is kept, the call refused."""
     sample = _keep_sample(call, text)
-    if notes is not None:
-        notes.append(
-            Anomaly(
-                AnomalyCode.LIMIT_EXCEEDED,
-                f"Limits.{limit_name}={limit} reached: the call's text beyond it was not kept, and the "
-                "call was refused",
-                call._choice,
-                call._index,
-            )
+    owner.notes.append(
+        Anomaly(
+            AnomalyCode.LIMIT_EXCEEDED,
+            f"Limits.{limit_name}={limit} reached: the call's text beyond it was not kept, and the "
+            "call was refused",
+            call._choice,
+            call._index,
         )
-    error = LimitExceeded(
+    )
+    return LimitExceeded(
         f"arguments exceed Limits.{limit_name}={limit}; kept the first {len(sample)} characters",
         raw=sample,
         limit=limit_name,
         value=limit,
     )
-    _to_invalid(call, error, None, None)
 
 
-def _refuse_text(
-    call: ToolCall,
-    text: str,
-    raw: Any,
-    notes: list[Anomaly] | None,
-    code: str,
-    why: str,
-    error: ToolCallError,
-) -> None:
-    """Text a frozen call must not take: counted, noted, and the call refused (its text kept)."""
+def _frozen_text(owner: CallOwner, call: ToolCall, fragment: Fragment, events: list[Event]) -> Refusal:
+    """stated or ready + fragment: text for a call whose text is frozen (the server stated it
+    whole, or the call was sealed). Counted, noted, refused; the frozen text is kept, whitespace
+    included: the text that was checked is the text that runs."""
+    text, raw, _ = fragment
     call._metrics.bytes += text_size(text)
-    if notes is not None:
-        notes.append(Anomaly(code, why, call._choice, call._index, raw))
-    _to_invalid(call, error, None, None)
+    if call._phase == STATED:
+        code = AnomalyCode.ARGUMENTS_MISMATCH
+        why = "argument text arrived after the call's whole text was stated"
+        error: ToolCallError = TransitionRefused(
+            "argument text arrived after the server stated the call's whole text; the stated text "
+            "was kept and the call refused",
+            raw=text[: call._sample_chars],
+        )
+    else:
+        code = AnomalyCode.FRAGMENT_AFTER_FINISH
+        why = "argument text arrived for a sealed call; the call was refused"
+        error = LateFragment(
+            "a fragment arrived after the call was sealed; the sealed text was kept and the call refused",
+            raw=text[: call._sample_chars],
+        )
+    owner.notes.append(Anomaly(code, why, call._choice, call._index, raw))
+    return error
 
 
-def _after_statement(
-    owner: CallOwner,
-    call: ToolCall,
-    text: str,
-    replace: bool,
-    raw: Any,
-    notes: list[Anomaly] | None,
-    events: list[Event],
-    want: bool,
-) -> None:
-    """stated + fragment: the server said the text was whole, then sent more. Refused."""
-    error = TransitionRefused(
-        "argument text arrived after the server stated the call's whole text; the stated text "
-        "was kept and the call refused",
-        raw=text[: call._sample_chars],
-    )
-    why = "argument text arrived after the call's whole text was stated"
-    _refuse_text(call, text, raw, notes, AnomalyCode.ARGUMENTS_MISMATCH, why, error)
-
-
-def _late(
-    owner: CallOwner,
-    call: ToolCall,
-    text: str,
-    replace: bool,
-    raw: Any,
-    notes: list[Anomaly] | None,
-    events: list[Event],
-    want: bool,
-) -> None:
-    """ready + fragment: a late fragment. The sealed text is kept; the call is refused."""
-    error = LateFragment(
-        "a fragment arrived after the call was sealed; the sealed text was kept and the call refused",
-        raw=text[: call._sample_chars],
-    )
-    why = "argument text arrived for a sealed call; the call was refused"
-    _refuse_text(call, text, raw, notes, AnomalyCode.FRAGMENT_AFTER_FINISH, why, error)
-
-
-def _count_only(
-    owner: CallOwner,
-    call: ToolCall,
-    text: str,
-    replace: bool,
-    raw: Any,
-    notes: list[Anomaly] | None,
-    events: list[Event],
-    want: bool,
-) -> None:
+def _count_only(owner: CallOwner, call: ToolCall, fragment: Fragment, events: list[Event]) -> Refusal:
     """invalid or incomplete + fragment: counted, never kept (a late fragment's sample grows to
-    the bound, so a refusal shows what came late)."""
+    the bound, so a refusal shows what came late). A call refused for another reason that still
+    receives text is refused for that too (what it would have been is not what was checked): its
+    error says so, and it is announced again."""
+    text, raw, _ = fragment
     call._metrics.bytes += text_size(text)
     error = call._error
+    news: ToolCallError | None = None
     if call._phase == INVALID and error is not None and not isinstance(error, LimitExceeded | LateFragment):
-        # A refused call that still receives text: it is refused for that too (what it would have
-        # been is not what was checked), its error says so; the sealed text is kept.
-        error = call._error = LateFragment(
+        error = news = LateFragment(
             "a fragment arrived after the call was sealed; the sealed text was kept and the call refused",
             raw="",
         )
     if isinstance(error, LateFragment) and len(error.raw) < call._sample_chars:
         error.raw = (error.raw + text[: call._sample_chars])[: call._sample_chars]
-    if notes is not None and not isinstance(error, LimitExceeded):
-        notes.append(
+    if not isinstance(error, LimitExceeded):
+        owner.notes.append(
             Anomaly(
                 AnomalyCode.FRAGMENT_AFTER_FINISH,
                 "argument text arrived for a sealed call; the call was refused",
@@ -1014,204 +1030,136 @@ def _count_only(
                 raw,
             )
         )
+    return news
 
 
-def _identify(
-    owner: CallOwner,
-    call: ToolCall,
-    fid: str | None,
-    name: str | None,
-    ftype: str | None,
-    extra: dict[str, Any] | None,
-    new_id: bool,
-    raw: Any,
-    notes: list[Anomaly],
-    events: list[Event],
-) -> None:
-    """open/stated + identity: written once, from the first usable value."""
+def _identify(owner: CallOwner, call: ToolCall, identity: Identity, events: list[Event]) -> Refusal:
+    """open + identity: written once, from the first usable value. An id past the bound refuses
+    the call, which still keeps it: the history answers it under that id and the model is told."""
+    fid, name, ftype, extra, new_id, raw = identity
+    refusal: ToolCallError | None = None
     if fid is not None:
         if call._id is None:
             if len(fid) > owner.limits.max_id_chars or not owner.charge(len(fid)):
                 limit = owner.limits.max_id_chars
-                _to_invalid(
-                    call,
-                    LimitExceeded(
-                        f"the call's id of {len(fid)} characters exceeds Limits.max_id_chars={limit} "
-                        "or the stream's byte budget; the call is refused and its id is not replaced",
-                        limit="max_id_chars",
-                        value=limit,
-                    ),
-                    None,
-                    None,
+                refusal = LimitExceeded(
+                    f"the call's id of {len(fid)} characters exceeds Limits.max_id_chars={limit} "
+                    "or the stream's byte budget; the call is refused and its id is not replaced",
+                    limit="max_id_chars",
+                    value=limit,
                 )
-                # Refused, but still the server's call: it keeps the id the server sent, so that the
-                # history answers it under that id and the model is told. Kept whole when the
-                # stream's budget can hold it (memory stays bounded), else a bounded prefix.
+                # Kept whole when the stream's budget can hold it (memory stays bounded), else a
+                # bounded prefix.
                 if len(fid) > 64 and not owner.charge(len(fid)):
                     fid = fid[:64]
             call._id = fid
         elif fid == call._id:
-            _note(notes, call, raw, "id_repeated")
+            _note(owner, call, raw, "id_repeated")
         elif new_id:
-            _note(notes, call, raw, "id_changed", old=call._id, new=fid)
+            _note(owner, call, raw, "id_changed", old=call._id, new=fid)
             if len(fid) <= owner.limits.max_id_chars and owner.charge(len(fid)):
                 call._id = fid
         else:
-            _note(notes, call, raw, "id_conflict", new=fid, old=call._id)
+            _note(owner, call, raw, "id_conflict", new=fid, old=call._id)
     if name is not None:
-        current = call._name
-        if current is None:
-            call._name = name
-        elif name == current:
-            _note(notes, call, raw, "name_repeated")
-        elif call._chars == 0:
-            # Before any argument text, a different name can only be more of the same name: a
-            # resend with more text (replace) or the next piece (append), as in Continue's report
-            # of Gemini sending "edit_ex" + "isting_file". The tool check still applies.
-            joined = name if name.startswith(current) else current + name
-            if len(joined) > MAX_NAME:
-                # Pieces without end (a hostile stream): keep what there is, refuse at seal.
-                call._pending_error = MissingName(f"the function name grew beyond {MAX_NAME} characters")
-                _note(notes, call, raw, "name_conflict", new=name, old=current)
-            else:
-                call._name = joined
-                _note(notes, call, raw, "name_fragmented", old=current, new=name, joined=joined)
-        else:
-            _note(notes, call, raw, "name_conflict", new=name, old=current)
+        _identify_name(owner, call, name, raw)
     if call._type is None:
         if ftype:
             if ftype == "null":
-                _note(notes, call, raw, "type_null")
+                _note(owner, call, raw, "type_null")
             else:
                 call._type = ftype
                 if ftype != "function" and ftype != CUSTOM:
-                    _note(notes, call, raw, "type_unexpected", new=ftype)
+                    _note(owner, call, raw, "type_unexpected", new=ftype)
         elif call._metrics.fragments == 0:
-            _note(notes, call, raw, "type_missing")
+            _note(owner, call, raw, "type_missing")
     elif ftype == call._type:
         if call._metrics.fragments == 1:  # a repeated quirk is told once per call
-            _note(notes, call, raw, "type_repeated")
+            _note(owner, call, raw, "type_repeated")
     elif ftype == "":
-        _note(notes, call, raw, "type_empty")
+        _note(owner, call, raw, "type_empty")
     elif ftype == "null":
-        _note(notes, call, raw, "type_null")
+        _note(owner, call, raw, "type_null")
     elif ftype is not None:
-        _note(notes, call, raw, "type_conflict", new=ftype, old=call._type)
+        _note(owner, call, raw, "type_conflict", new=ftype, old=call._type)
     if extra:
         call._extra.update(extra)
+    return refusal
 
 
-def _identity_frozen(
-    owner: CallOwner,
-    call: ToolCall,
-    fid: str | None,
-    name: str | None,
-    ftype: str | None,
-    extra: dict[str, Any] | None,
-    new_id: bool,
-    raw: Any,
-    notes: list[Anomaly],
-    events: list[Event],
-) -> None:
+def _identify_name(owner: CallOwner, call: ToolCall, name: str, raw: Any) -> None:
+    """The name, written once. Before any argument text, a different name can only be more of the
+    same name: a resend with more text (replace) or the next piece (append), as in Continue's
+    report of Gemini sending "edit_ex" + "isting_file". The tool check still applies."""
+    current = call._name
+    if current is None:
+        call._name = name
+    elif name == current:
+        _note(owner, call, raw, "name_repeated")
+    elif call._chars == 0:
+        joined = name if name.startswith(current) else current + name
+        if len(joined) > MAX_NAME:
+            # Pieces without end (a hostile stream): keep what there is, refuse at seal.
+            call._pending_error = MissingName(f"the function name grew beyond {MAX_NAME} characters")
+            _note(owner, call, raw, "name_conflict", new=name, old=current)
+        else:
+            call._name = joined
+            _note(owner, call, raw, "name_fragmented", old=current, new=name, joined=joined)
+    else:
+        _note(owner, call, raw, "name_conflict", new=name, old=current)
+
+
+def _identity_frozen(owner: CallOwner, call: ToolCall, identity: Identity, events: list[Event]) -> Refusal:
     """sealed + identity: a late fragment may repeat the identity, never complete or change it."""
+    fid, name, _, _, _, raw = identity
     if fid is not None and fid != call._id:
-        _note(notes, call, raw, "sealed_id", new=fid, old=call._id)
+        _note(owner, call, raw, "sealed_id", new=fid, old=call._id)
     if name is not None and name != call._name:
-        _note(notes, call, raw, "sealed_name", new=name, old=call._name)
+        _note(owner, call, raw, "sealed_name", new=name, old=call._name)
+    return None
 
 
-def _disagree(call: ToolCall, what: str, raw: Any, notes: list[Anomaly], events: list[Event]) -> None:
-    notes.append(Anomaly(AnomalyCode.ARGUMENTS_MISMATCH, what, call._choice, call._index, raw))
-    if call._phase in (OPEN, STATED, READY):
-        _to_invalid(
-            call,
-            TransitionRefused(
-                f"{what}: the call is not certainly what the server meant, so it is refused",
-                raw=call.arguments[: call._sample_chars],
-            ),
-            events,
-            None,
-        )
+def _disagree(owner: CallOwner, call: ToolCall, what: str, raw: Any) -> ToolCallError:
+    """A statement that contradicts the call: noted, and the call refused."""
+    owner.notes.append(Anomaly(AnomalyCode.ARGUMENTS_MISMATCH, what, call._choice, call._index, raw))
+    return TransitionRefused(
+        f"{what}: the call is not certainly what the server meant, so it is refused",
+        raw=call.arguments[: call._sample_chars],
+    )
 
 
-def _statement(
-    owner: CallOwner,
-    call: ToolCall,
-    text: str | None,
-    name: str | None,
-    fid: str | None,
-    where: str,
-    adopt: bool,
-    raw: Any,
-    notes: list[Anomaly],
-    events: list[Event],
-) -> None:
-    """open/stated/ready + statement: adopted when nothing streamed, else held to what streamed."""
+def _statement(owner: CallOwner, call: ToolCall, statement: Statement, events: list[Event]) -> Refusal:
+    """open, stated, refused or ready + statement: adopted when nothing streamed (and ``adopt``
+    allows it), else held to what streamed; either way the text is frozen."""
+    text, name, fid, where, adopt, raw = statement
+    opened = call._phase == OPEN
     if name is not None and name != call._name:
-        if call._name is None and call._phase == OPEN and name:
-            call._name = name
-        else:
-            _disagree(
-                call,
-                f"the name in {where} ({_show(name)}) differs from {_show(call._name)}",
-                raw,
-                notes,
-                events,
-            )
-            return
+        if not (call._name is None and opened and name):
+            what = f"the name in {where} ({_show(name)}) differs from {_show(call._name)}"
+            return _disagree(owner, call, what, raw)
+        call._name = name
     if fid is not None and fid != call._id and not (fid == "" and call._id is None):
-        if call._id is None and call._phase == OPEN and len(fid) <= owner.limits.max_id_chars:
-            call._id = fid
-        else:
-            _disagree(
-                call,
-                f"the call_id in {where} ({_show(fid)}) differs from {_show(call._id)}",
-                raw,
-                notes,
-                events,
-            )
-            return
+        if not (call._id is None and opened and len(fid) <= owner.limits.max_id_chars):
+            what = f"the call_id in {where} ({_show(fid)}) differs from {_show(call._id)}"
+            return _disagree(owner, call, what, raw)
+        call._id = fid
     if text is None:
-        if call._phase == OPEN:
-            _move(call, STATED)
-        return
-    if call._phase == OPEN and call._chars == 0 and call._metrics.bytes == 0:
+        return None
+    if opened and call._chars == 0 and call._metrics.bytes == 0:
         if text and not adopt:
-            _disagree(call, f"{where} states text that never streamed for this call", raw, notes, events)
-            return
-        if text:
-            _append(owner, call, text, False, raw, notes, events, False)
-        if call._phase == OPEN:
-            _move(call, STATED)
-        return
+            return _disagree(owner, call, f"{where} states text that never streamed for this call", raw)
+        return _append(owner, call, (text, raw, False), events) if text else None
     if call.arguments != text:
-        _disagree(call, f"the arguments in {where} differ from the text that streamed", raw, notes, events)
-        return
-    if call._phase == OPEN:
-        _move(call, STATED)
+        return _disagree(owner, call, f"the arguments in {where} differ from the text that streamed", raw)
+    return None
 
 
-def _statement_ignored(
-    owner: CallOwner,
-    call: ToolCall,
-    text: str | None,
-    name: str | None,
-    fid: str | None,
-    where: str,
-    adopt: bool,
-    raw: Any,
-    notes: list[Anomaly],
-    events: list[Event],
-) -> None:
-    """invalid/incomplete + statement: already refused or ended; nothing to compare (a limited
-    call holds only a sample)."""
-
-
-def _seal(
-    owner: CallOwner, call: ToolCall, t: float, checks: CallChecks, first: bool, notes: list[Anomaly]
-) -> bool:
-    """open/stated + finish: parse once, strictly, then the request's checks (``_seal.py``). False
-    when the verdict was announced already (the call was refused while it streamed)."""
+def _seal(owner: CallOwner, call: ToolCall, finish: Finish, events: list[Event]) -> Refusal:
+    """open, stated or refused + finish: parse once, strictly, then the request's checks
+    (``_seal.py``): ``ready``, or ``invalid`` with the error. A call refused while it streamed is
+    sealed ``invalid`` with the seal's error (every reason, not only the first). Every refusal at
+    seal is on the record, under its error's code (docs/refusals.md)."""
+    t, checks, first = finish
     call._metrics.sealed_at = t
     text = call.arguments
     if call._type == CUSTOM:
@@ -1233,162 +1181,156 @@ def _seal(
         # of tool: the tool is the reason (the model must call another, not resend its text).
         error = checks.by_name(call) or error
     else:
-        error = checks.verdict(call, parsed, first, as_object, notes)
-    announced = call._early is _REFUSED
-    if error is None and announced:
+        error = checks.verdict(call, parsed, first, as_object, owner.notes)
+    if call._phase == REFUSED and error is None:
         error = call._error  # never ready once refused (the early verdict is held to this one)
     if error is not None:
-        call._error = error
-        # Every refusal at seal is on the record, under its error's code (docs/refusals.md).
-        notes.append(Anomaly(error.code, f"the call was refused: {_clip(error.message)}"))
-        _move(call, INVALID)
-        return not announced
-    _move(call, READY)
-    return True
+        owner.notes.append(Anomaly(error.code, f"the call was refused: {_clip(error.message)}"))
+    return error
 
 
-def _refuse_early(owner: CallOwner, call: ToolCall, error: ToolCallError, events: list[Event]) -> None:
-    """open/stated + verdict: the text so far can no longer become valid (``_early.py``). Refused
-    at once for everyone listening (``ToolCallInvalid`` now, ``error`` set), sealed ``invalid``
-    with this error when its choice finishes; until then its text is kept as it arrives, so the
-    message holds what the model wrote. An earlier reason (a taint) is announced first. The seal
-    still checks the whole text, and its error (every reason, not only the first) is the one the
-    call keeps."""
-    call._early = _REFUSED
+def _refuse_early(owner: CallOwner, call: ToolCall, error: ToolCallError, events: list[Event]) -> Refusal:
+    """open + verdict: the text so far can no longer become valid (``_early.py``). Refused at once
+    for everyone listening (``ToolCallInvalid`` now, ``error`` set), sealed ``invalid`` when its
+    choice finishes; until then (state ``refused``) its text is kept as it arrives, so the message
+    holds what the model wrote. An earlier reason (a taint) is announced first."""
+    call._early = NOTHING_EARLY
     if call._pending_error is not None:
         error = call._pending_error
     call._error = error
     events.append(ToolCallInvalid(call, error))
+    return None
 
 
-def _verdict_ignored(owner: CallOwner, call: ToolCall, error: ToolCallError, events: list[Event]) -> None:
-    """sealed + verdict: the seal decided already."""
+def _refusal(owner: CallOwner, call: ToolCall, error: ToolCallError, events: list[Event]) -> Refusal:
+    """+ fault, + verdict on a stated call: the event's error refuses the call (a ready call is
+    withdrawn)."""
+    return error
 
 
-def _finish_again(
-    owner: CallOwner, call: ToolCall, t: float, checks: CallChecks, first: bool, notes: list[Anomaly]
-) -> None:
-    """sealed + finish: a second finish changes nothing (the accumulator notes the repeat)."""
+def _limit(owner: CallOwner, call: ToolCall, error: ToolCallError, events: list[Event]) -> Refusal:
+    """+ limit: a bound was exceeded; a sample is kept, the call refused."""
+    _keep_sample(call, "")
+    return error
 
 
-def _limit(
-    owner: CallOwner, call: ToolCall, error: ToolCallError, text: str, events: list[Event] | None
-) -> None:
-    """open/stated/ready + limit: a bound was exceeded; a sample is kept, the call refused."""
-    _keep_sample(call, text)
-    _to_invalid(call, error, events, None)
-
-
-def _limit_ignored(
-    owner: CallOwner, call: ToolCall, error: ToolCallError, text: str, events: list[Event] | None
-) -> None:
-    """invalid/incomplete + limit: already refused or ended."""
-
-
-def _fault(owner: CallOwner, call: ToolCall, error: ToolCallError, events: list[Event] | None) -> bool:
-    """open/stated/ready + fault: refused (a ready call is withdrawn)."""
-    _to_invalid(call, error, events, None)
-    return True
-
-
-def _fault_ignored(
-    owner: CallOwner, call: ToolCall, error: ToolCallError, events: list[Event] | None
-) -> bool:
-    """invalid/incomplete + fault: already refused or ended."""
-    return False
-
-
-def _end(owner: CallOwner, call: ToolCall, reason: str, t: float | None) -> bool:
-    """open/stated + end: ``incomplete``; the text is kept as it arrived. So is a call refused
-    while it streamed (its verdict was announced then): what a cut stream leaves is incomplete."""
+def _end(owner: CallOwner, call: ToolCall, ending: Ending, events: list[Event]) -> Refusal:
+    """open, stated or refused + end: ``incomplete``; the text is kept as it arrived. So is a call
+    refused while it streamed (its verdict was announced then): what a cut stream leaves is
+    incomplete."""
+    reason, t = ending
     call._metrics.sealed_at = call._clock() if t is None else t
     call._error = CallIncomplete(f"{reason}; the arguments may be truncated", raw=call.arguments)
-    _move(call, INCOMPLETE)
-    return True
+    return None
 
 
-def _end_ignored(owner: CallOwner, call: ToolCall, reason: str, t: float | None) -> bool:
-    """sealed + end: nothing changes."""
-    return False
+def _refused_transition(event: str, state: str) -> Cell[Any]:
+    """The cell for an event a state does not list: the call is refused, never silently kept."""
+
+    def unlisted(owner: CallOwner, call: ToolCall, payload: Any, events: list[Event]) -> Refusal:
+        return TransitionRefused(f"the event {event!r} is not allowed for a call that is {state}")
+
+    return Cell(unlisted, INVALID)
 
 
-def _refused_transition(event: str, state: str) -> Callable[..., Any]:
-    """The action for an event a state does not list: the call is refused, never silently kept."""
+_FROZEN = Cell(_frozen_text)
+_COUNTED = Cell(_count_only)
+_REFUSES = Cell(_refusal, INVALID)
+_LIMITED = Cell(_limit, INVALID)
+_SEALS = Cell(_seal, READY)
+_ENDS = Cell(_end, INCOMPLETE)
 
-    def refuse(owner: CallOwner, call: ToolCall, *args: Any) -> Any:
-        if call._phase in (OPEN, STATED, READY):
-            _to_invalid(
-                call,
-                TransitionRefused(f"the event {event!r} is not allowed for a call that is {state}"),
-                None,
-                None,
-            )
-        return False
-
-    return refuse
-
-
-TRANSITIONS: dict[str, dict[str, Callable[..., Any]]] = {
+_TABLE: dict[str, dict[str, Cell[Any]]] = {
     OPEN: {
-        FRAGMENT: _append,
-        IDENTITY: _identify,
-        STATEMENT: _statement,
-        VERDICT: _refuse_early,
-        FINISH: _seal,
-        LIMIT: _limit,
-        FAULT: _fault,
-        END: _end,
+        "fragment": Cell(_append),
+        "resent": Cell(_resend),
+        "identity": Cell(_identify),
+        "statement": Cell(_statement, STATED),
+        "verdict": Cell(_refuse_early, REFUSED),
+        "finish": _SEALS,
+        "limit": _LIMITED,
+        "fault": _REFUSES,
+        "end": _ENDS,
     },
     STATED: {
-        FRAGMENT: _after_statement,
-        IDENTITY: _identify,
-        STATEMENT: _statement,
-        VERDICT: _refuse_early,
-        FINISH: _seal,
-        LIMIT: _limit,
-        FAULT: _fault,
-        END: _end,
+        "fragment": _FROZEN,
+        "resent": _FROZEN,
+        "identity": Cell(_identify),
+        "statement": Cell(_statement),
+        "verdict": _REFUSES,
+        "finish": _SEALS,
+        "limit": _LIMITED,
+        "fault": _REFUSES,
+        "end": _ENDS,
+    },
+    REFUSED: {
+        "fragment": Cell(_append),
+        "resent": Cell(_resend),
+        "identity": Cell(_identify),
+        "statement": Cell(_statement),
+        "verdict": NOTHING,
+        "finish": Cell(_seal, INVALID),
+        "limit": _LIMITED,
+        "fault": _REFUSES,
+        "end": _ENDS,
     },
     READY: {
-        FRAGMENT: _late,
-        IDENTITY: _identity_frozen,
-        STATEMENT: _statement,
-        FINISH: _finish_again,
-        LIMIT: _limit,
-        FAULT: _fault,
-        END: _end_ignored,
+        "fragment": _FROZEN,
+        "resent": _FROZEN,
+        "identity": Cell(_identity_frozen),
+        "statement": Cell(_statement),
+        "finish": NOTHING,
+        "limit": _LIMITED,
+        "fault": _REFUSES,
+        "end": NOTHING,
     },
     INVALID: {
-        FRAGMENT: _count_only,
-        IDENTITY: _identity_frozen,
-        STATEMENT: _statement_ignored,
-        VERDICT: _verdict_ignored,
-        FINISH: _finish_again,
-        LIMIT: _limit_ignored,
-        FAULT: _fault_ignored,
-        END: _end_ignored,
+        "fragment": _COUNTED,
+        "resent": _COUNTED,
+        "identity": Cell(_identity_frozen),
+        "statement": NOTHING,
+        "verdict": NOTHING,
+        "finish": NOTHING,
+        "limit": NOTHING,
+        "fault": NOTHING,
+        "end": NOTHING,
     },
     INCOMPLETE: {
-        FRAGMENT: _count_only,
-        IDENTITY: _identity_frozen,
-        STATEMENT: _statement_ignored,
-        VERDICT: _verdict_ignored,
-        FINISH: _finish_again,
-        LIMIT: _limit_ignored,
-        FAULT: _fault_ignored,
-        END: _end_ignored,
+        "fragment": _COUNTED,
+        "resent": _COUNTED,
+        "identity": Cell(_identity_frozen),
+        "statement": NOTHING,
+        "verdict": NOTHING,
+        "finish": NOTHING,
+        "limit": NOTHING,
+        "fault": NOTHING,
+        "end": NOTHING,
     },
 }
-"""State -> event -> action: the whole of a call's life. Every state lists every event; an event a
-row lacked would refuse the call (:func:`_refused_transition`), so a change here cannot let one
-pass silently."""
+"""State -> event -> (action, next state): the whole of a call's life, as data. A cell left out
+refuses the call (:func:`_refused_transition`): ready + verdict is the one, since a ready call's
+text is no longer read. Rendered into docs/design.md by :func:`render_table`."""
 
-for _state, _row in TRANSITIONS.items():
+for _state, _cells in _TABLE.items():
     for _event in EVENTS:
-        _row.setdefault(_event, _refused_transition(_event, _state))
-del _state, _row, _event
+        _cells.setdefault(_event, _refused_transition(_event, _state))
+del _state, _cells, _event
+
+TRANSITIONS: dict[str, Row] = {state: cast(Row, cells) for state, cells in _TABLE.items()}
+"""The table, one typed :class:`Row` per state (what ``ToolCall._row`` holds)."""
 
 
-def refuse_internal(owner: CallOwner, call: ToolCall, why: str) -> None:
-    """The last net: toolstitch failed even while refusing; make sure the call is not ready."""
-    owner.refuse(call, InternalFault(why))
+def render_table() -> str:
+    """The table as a Markdown table, for docs/design.md (a test keeps the two the same): each cell
+    names its action and, after an arrow, the state that follows it (none: the call stays); ``·``
+    is a cell where nothing happens, ``unlisted`` one the table leaves out (it refuses the call)."""
+    lines = ["| state | " + " | ".join(EVENTS) + " |", "|---" * (len(EVENTS) + 1) + "|"]
+    for state, cells in _TABLE.items():
+        row = []
+        for event in EVENTS:
+            cell = cells[event]
+            action = cell.action
+            name = "·" if action is None else getattr(action, "__name__", "?").lstrip("_")
+            row.append(name if cell.to is None else f"{name} → {cell.to}")
+        lines.append(f"| {state} | " + " | ".join(row) + " |")
+    return "\n".join(lines)

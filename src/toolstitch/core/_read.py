@@ -40,7 +40,7 @@ from openai.types.chat.chat_completion_chunk import ChoiceDeltaToolCallFunction 
 
 from ..errors import InBandError, MalformedArguments
 from ._anomaly import Anomaly, AnomalyCode
-from ._call import CUSTOM, ToolCall, push, text_size
+from ._call import CUSTOM, Identity, ToolCall, push, text_size
 from ._events import (
     Event,
     RefusalDelta,
@@ -265,7 +265,7 @@ SDK's stream types declare only ``function``, so it arrives among an entry's unk
 def _continues(acc: Accumulator, raw: Any, events: list[Event], want: bool) -> bool:
     """The chunk's one choice is the SDK's own piece of nothing but one plain continuation (an
     index and argument text, no ``{``, for a call the choice has at that index): handed to the
-    owner's hot transition (:meth:`~._call.CallOwner.append`). True when it took it; False, with
+    owner's one entrance for text (:meth:`~._call.CallOwner.fragment`). True when it took it; False, with
     nothing done, for anything else, which the lines of :func:`read_chunk` read.
 
     No decision is made here: each test only checks that the piece asks none of the questions
@@ -319,18 +319,18 @@ def _continues(acc: Accumulator, raw: Any, events: list[Event], want: bool) -> b
         return False
     table = state.table
     call = table.by_index.get(position) if type(position) is int else None
-    if call is None or table.chains or table.custom:
+    if call is None or table.chains or table.custom or not call.begun:
         return False
     acc._touched = call
-    notes: list[Anomaly] = []
+    owner = acc._owner
     try:
-        if not acc._owner.append(call, arguments, notes, events, want):
-            return False
+        owner.fragment(call, (arguments, entry, want), events)
     except Exception as exc:
         acc._fragment_fault(state, exc, entry, events)
         return True
-    for note in notes:  # a limit it reached
-        acc._record(note, call, events)
+    if owner.notes:  # a limit it reached
+        for note in owner.take_notes():
+            acc._record(note, call, events)
     return True
 
 
@@ -428,9 +428,9 @@ def read_fragment(
 
     One path, with an early exit: a plain continuation (an index and argument text, nothing
     else, that the router finds an open call for; one in a chunk that carries nothing else was
-    handed over before, by :func:`_continues`) is handed to the owner's hot transition
-    (:meth:`~._call.CallOwner.append`) as soon as it is routed; whatever that transition does not
-    take (a call not open, or not begun, a limit) goes on through the lines below it.
+    handed over before, by :func:`_continues`) of a call that is open and begun is handed to the
+    owner (:meth:`~._call.CallOwner.fragment`) as soon as it is routed; every other fragment goes
+    on through the lines below it, to the same entrance.
     """
     extra: dict[str, Any] | None = None
     if type(entry) is _SdkEntry and not entry.__pydantic_extra__:
@@ -520,13 +520,15 @@ def read_fragment(
         and not replace
         and not table.chains
         and not table.custom
+        and call.begun
     ):
+        # A plain continuation of an open call whose text has begun: nothing more to route.
         acc._touched = call
-        if owner.append(call, arguments, notes, events, want):
-            # The hot transition took it (text appended to an open call whose text had begun).
-            for note in notes:  # a limit it reached
+        owner.fragment(call, (arguments, entry, want), events)
+        if owner.notes:  # a limit it reached
+            for note in owner.take_notes():
                 acc._record(note, call, events)
-            return call
+        return call
     if index == SKIP:
         for note in notes:
             acc._record(note, None, events)
@@ -573,24 +575,18 @@ def read_fragment(
             "later value contradicts the first and neither can be trusted alone",
             raw=call.arguments,
         )
-    owner.take(
-        call,
-        text=text,
-        id=fid,
-        name=name,
-        type=ftype,
-        extra=extra,
-        replace=replace_all,
-        new_id=bool(flags & NEW_ID),
-        taint=taint,
-        opening=opening,
-        raw=entry,
-        notes=notes,
-        events=events,
-        want=want,
-    )
+    if fid is not None or name is not None or ftype is not None or extra is not None or opening:
+        owner.identify(call, Identity(fid, name, ftype, extra, bool(flags & NEW_ID), entry), events, opening)
+    if taint is not None:
+        owner.taint(call, taint)
+    if replace_all:
+        owner.resend(call, (text or "", entry, want), events)
+    else:
+        owner.fragment(call, (text or "", entry, want), events)
     if fid is not None and call.id == fid:
         table.by_id.setdefault(fid, call)
+    if owner.notes:
+        notes.extend(owner.take_notes())
     for note in notes:
         acc._record(note, call, events)
     return call

@@ -56,7 +56,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..errors import InBandError, IncompleteStreamError, MalformedArguments, TransitionRefused
 from ._anomaly import Anomaly, AnomalyCode
-from ._call import ToolCall
+from ._call import Identity, Statement, ToolCall
 from ._events import (
     ChoiceFinished,
     ContentDelta,
@@ -401,12 +401,13 @@ class ResponseAccumulator(CallStore):
             item = self._items.get(iid) if type(iid) is str else None
             if item is not None and kind == item.hot and type(delta) is str and delta:
                 call = item.call
-                if call is not None and (index is None or index == item.output_index):
-                    notes: list[Anomaly] = []
-                    if self._owner.append(call, delta, notes, out, want):  # the owner's hot transition
-                        for note in notes:
+                if call is not None and call.begun and (index is None or index == item.output_index):
+                    owner = self._owner
+                    owner.fragment(call, (delta, event, want), out)  # the owner's hot transition
+                    if owner.notes:
+                        for note in owner.take_notes():
                             self._record(note, call, out)
-                        return
+                    return
         handler(self, kind, fields, event, out, want)
         # Every other event (hosted tools, audio, annotations, events of newer releases) concerns
         # no function call: the final response carries what it built.
@@ -536,17 +537,13 @@ class ResponseAccumulator(CallStore):
                 "argument text arrived for this item before the item was announced: the call may "
                 "not hold everything that arrived for it"
             )
-        self._owner.take(
-            call,
-            id=fid,
-            name=name,
-            type=_CALL_TYPES[kind],
-            opening=True,
-            taint=taint,
-            raw=raw,
-            notes=notes,
-            events=out,
-        )
+        owner = self._owner
+        owner.identify(call, Identity(fid, name, _CALL_TYPES[kind], None, False, raw), out, opening=True)
+        owner.fragment(call, ("", raw, False), out)  # counted: the announcement is the call's first piece
+        if taint is not None:
+            owner.taint(call, taint)
+        if owner.notes:
+            notes.extend(owner.take_notes())
         if fid is not None and call.id == fid:
             state.table.by_id.setdefault(fid, call)
         if iid is not None:
@@ -637,13 +634,18 @@ class ResponseAccumulator(CallStore):
         (no ``ArgumentsComplete`` or ``ArgumentsMalformed`` for text that is not meant as JSON)."""
         call = item.call
         assert call is not None
+        owner = self._owner
+        if taint is not None:
+            owner.taint(call, taint)
         if item.kind == "function_call":
-            self._owner.take(call, text=text, taint=taint, raw=raw, notes=notes, events=out, want=want)
-            return
-        before = call.chars
-        self._owner.take(call, text=text, taint=taint, raw=raw, notes=notes, events=out, want=False)
-        if want and text and call.status == "open" and call.chars == before + len(text):
-            out.append(arguments_delta(call, text))
+            owner.fragment(call, (text or "", raw, want), out)
+        else:
+            before = call.chars
+            owner.fragment(call, (text or "", raw, False), out)
+            if want and text and call.status == "open" and call.chars == before + len(text):
+                out.append(arguments_delta(call, text))
+        if owner.notes:
+            notes.extend(owner.take_notes())
 
     def _delta(self, kind: str, fields: Mapping[str, Any], raw: Any, out: list[Event], want: bool) -> None:
         """An argument delta: the general path (``_read`` takes a plain continuation itself)."""
@@ -777,9 +779,10 @@ class ResponseAccumulator(CallStore):
                         f"no argument delta arrived; the whole text was read from {where}",
                     )
                 )
-        self._owner.state(
-            call, text=text, name=name, id=fid, where=where, adopt=adopt, raw=raw, notes=notes, events=out
-        )
+        owner = self._owner
+        owner.state(call, Statement(text, name, fid, where, adopt, raw), out)
+        if owner.notes:
+            notes.extend(owner.take_notes())
         if fid and call.id == fid:
             state = self._choices.get(0)
             if state is not None:

@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 from ..errors import ContractViolation, InternalFault, MalformedArguments, ToolCallError
 from ._anomaly import Anomaly, AnomalyCode
-from ._call import CallOwner, ToolCall
+from ._call import CallOwner, Finish, Identity, ToolCall
 from ._clock import now
 from ._early import Node
 from ._limits import Limits
@@ -238,15 +238,10 @@ def sealed_call(
         if arguments is None:
             arguments = ""
         text = arguments if type(arguments) is str else None
-        owner.take(
-            call,
-            id=id if type(id) is str and id else None,
-            name=name if type(name) is str and name else None,
-            type="function",
-            text=text,
-            notes=notes,
-            events=events,
-        )
+        fid = id if type(id) is str and id else None
+        fname = name if type(name) is str and name else None
+        owner.identify(call, Identity(fid, fname, "function", None), events)
+        owner.fragment(call, (text or "", None, False), events)
         if text is None:
             owner.refuse(
                 call,
@@ -255,9 +250,10 @@ def sealed_call(
                 ),
             )
         else:
-            owner.seal(call, t, checks, True, notes)
+            owner.seal(call, Finish(t, checks, True))
     except Exception as exc:  # fail closed: never ready on a path that failed
         owner.refuse(call, InternalFault(f"the call could not be checked: {type(exc).__name__}: {exc}"))
+    notes.extend(owner.take_notes())
     for note in notes:
         owner.annotate(call, replace(note, choice=choice, call_index=index))
     return call

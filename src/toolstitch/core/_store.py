@@ -20,7 +20,7 @@ from pydantic import BaseModel
 
 from ..errors import InBandError, InternalFault
 from ._anomaly import Anomaly, AnomalyCode
-from ._call import CallOwner, ToolCall
+from ._call import CallOwner, Finish, ToolCall
 from ._clock import now, timings_dict
 from ._events import (
     AnomalyRecorded,
@@ -418,11 +418,16 @@ class CallStore:
         raw: Any,
         why: str | None = None,
     ) -> None:
-        """Turn ``calls`` invalid with ``InternalFault``; withdraw a ``ToolCallReady`` of this feed."""
+        """Turn ``calls`` invalid with ``InternalFault``; withdraw a ``ToolCallReady`` of this feed.
+        Anomalies an interrupted event left with the owner are recorded on the stream here, so
+        that none is later taken for another call's."""
+        owner = self._owner
+        if owner.notes:
+            for note in owner.take_notes():
+                self._record(note, None, events)
         if exc is not None:
             self._record(fault_note(exc, "reading a chunk", None, raw), None, events)
         refused: set[int] = set()
-        owner = self._owner
         for call in calls:
             if call.status not in ("open", "ready") or id(call) in refused:
                 continue
@@ -462,9 +467,8 @@ class CallStore:
         for call in calls:
             if call.status != "open":
                 continue
-            notes: list[Anomaly] = []
-            news = owner.seal(call, t, checks, call is first, notes)
-            for note in notes:
+            news = owner.seal(call, Finish(t, checks, call is first))
+            for note in owner.take_notes():
                 self._record(note, call, events)
             if call.ready:
                 events.append(ToolCallReady(call))
