@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeGuard, cast
 
 import pydantic
 
@@ -305,6 +305,227 @@ _CALLER_ITEMS = frozenset(
 )
 
 
+def _kind(item: Any) -> Any:
+    """An item's type; a message may leave it out (``{"role": "user", ...}``)."""
+    kind = item.get("type") if isinstance(item, Mapping) else None
+    if kind is None and isinstance(item, Mapping) and "role" in item:
+        return "message"
+    return kind
+
+
+def _filled(value: Any) -> TypeGuard[str]:
+    """A non-empty string: what a ``call_id`` or a ``name`` must be."""
+    return isinstance(value, str) and bool(value)
+
+
+class _InputChecker:
+    """Runs every R rule over one ``input`` list, collecting problems in order: the Responses twin
+    of :class:`._validate._Checker`, one method per kind of item (``call``, ``output``,
+    ``reasoning``) and one per rule within them, then ``unanswered`` across the items.
+
+    Its state is what the rules pair items by: the calls made so far (``made``: ``call_id`` to its
+    item's index, ``-1`` for a call of the previous response not sent back; ``made_kind``: the
+    call's item type, which its output's type must match), the calls answered, the reasoning items
+    seen (R08) and whether the current turn has reasoned yet (R09).
+    """
+
+    def __init__(self, items: list[Any], earlier: list[Item], d: Dialect, *, unknown_previous: bool) -> None:
+        self.items = items
+        self.problems: list[HistoryProblem] = []
+        self.made: dict[str, int] = {}
+        self.made_kind: dict[str, str] = {}
+        for call in earlier:
+            call_id = call.get("call_id")
+            if call.get("type") in _CALLS and isinstance(call_id, str):
+                self.made.setdefault(call_id, -1)
+                self.made_kind.setdefault(call_id, call["type"])
+        self.required = _required_reasoning(earlier)
+        self.deepseek = d.name == "deepseek"
+        self.unknown_previous = unknown_previous
+        self.answered: dict[str, int] = {}
+        self.reasoning_seen: set[Any] = set()  # ids of the reasoning items before the current item
+        self.turn_reasoned = False  # a reasoning item since the caller's last item (R09)
+
+    def add(
+        self, index: int | None, rule_id: str, what: str, *, text: str | None = None, param: str | None = None
+    ) -> None:
+        self.problems.append(_problem(index, rule_id, what, text, param))
+
+    # -- one item at a time -----------------------------------------------------------------
+
+    def item(self, index: int, item: Any) -> None:
+        """R00 an item that is not an object; R05 a type the server does not know. Then the item's
+        own rules, by its kind: an item the server would refuse is judged no further."""
+        if not isinstance(item, Mapping):
+            self.add(index, "R00", f"input item {index} is not an object", param=f"input[{index}]")
+            return
+        kind = _kind(item)
+        if kind not in _ITEM_TYPES:
+            what = f"input item {index} has type {kind!r}, which the server does not know"
+            self.add(index, "R05", what, param=f"input[{index}].type")
+            return
+        self.turn(kind, item)
+        if kind in _CALLS:
+            self.call(index, kind, item)
+        elif kind in _OUTPUTS:
+            self.output(index, kind, item)
+        elif kind == "reasoning":
+            self.reasoning(index, item)
+
+    def turn(self, kind: str, item: Mapping[str, Any]) -> None:
+        """Follow the turns: a reasoning item is seen (R08) and reasons for its turn (R09) until the
+        caller's next item (an output, a reference, a message that is not the assistant's)."""
+        if kind == "reasoning":
+            self.reasoning_seen.add(item.get("id"))
+            self.turn_reasoned = True
+        elif kind in _CALLER_ITEMS or (kind == "message" and item.get("role") != "assistant"):
+            self.turn_reasoned = False
+
+    def call(self, index: int, kind: str, item: Mapping[str, Any]) -> None:
+        """A ``function_call`` or ``custom_tool_call``: its reasoning (R08, R09), its fields (R05),
+        its ``call_id`` made once (R04), its arguments (R06)."""
+        self.beside_reasoning(index, kind, item)
+        self.reasoned_turn(index, kind)
+        self.call_fields(index, kind, item)
+        call_id = item.get("call_id")
+        if _filled(call_id) and self.made_once(index, kind, call_id):
+            self.arguments(index, kind, item)
+
+    def beside_reasoning(self, index: int, kind: str, item: Mapping[str, Any]) -> None:
+        """R08: a call of the previous response sent back with its item ``id`` comes after the
+        reasoning item it came with; OpenAI refuses it otherwise (it pairs the two by id)."""
+        item_id = item.get("id")
+        needed = self.required.get(item_id) if isinstance(item_id, str) else None
+        if needed is not None and needed not in self.reasoning_seen:
+            text = _R08.format(id=item_id, reasoning=needed)
+            what = f"{kind} item {index} is sent back without its reasoning item {needed!r}"
+            self.add(index, "R08", what, text=text, param="input")
+
+    def reasoned_turn(self, index: int, kind: str) -> None:
+        """R09 (``dialect="deepseek"``): a turn's calls come after a reasoning item of that turn;
+        DeepSeek's gateway wants one, as its chat API wants ``reasoning_content`` (H62)."""
+        if self.deepseek and not self.turn_reasoned:
+            what = f"{kind} item {index} has no reasoning item before it in its turn (DeepSeek)"
+            self.add(index, "R09", what, param="input")
+
+    def call_fields(self, index: int, kind: str, item: Mapping[str, Any]) -> None:
+        """R05: a call has a ``call_id``, a ``name`` and its text (``arguments``, a custom tool's
+        ``input``) as a string: the API's schema requires them."""
+        for field, ok in (
+            ("call_id", _filled(item.get("call_id"))),
+            ("name", _filled(item.get("name"))),
+            (_CALLS[kind], isinstance(item.get(_CALLS[kind]), str)),
+        ):
+            if not ok:
+                text = _R05.format(index=index, field=field)
+                what = f"{kind} item {index} has no usable {field}"
+                self.add(index, "R05", what, text=text, param=f"input[{index}].{field}")
+
+    def made_once(self, index: int, kind: str, call_id: str) -> bool:
+        """R04: one call per ``call_id``, or the server cannot tell which one an output answers. A
+        call of the previous response sent back (a stateless ``input``) is that call, not a repeat.
+        True when the call is recorded as made here."""
+        if self.made.get(call_id) == -1:
+            self.made[call_id] = index  # the previous response's call, sent back: its own item now
+        elif call_id in self.made:
+            what = f"{kind} item {index} repeats call_id {call_id!r} of item {self.made[call_id]}"
+            self.add(index, "R04", what, param=f"input[{index}].call_id")
+            return False
+        else:
+            self.made[call_id] = index
+        self.made_kind[call_id] = kind
+        return True
+
+    def arguments(self, index: int, kind: str, item: Mapping[str, Any]) -> None:
+        """R06 (a warning): a function's ``arguments`` are a JSON object. OpenAI keeps the text as
+        sent, but local servers parse it. A custom tool's input is text, so it is not judged."""
+        arguments = item.get("arguments")
+        if kind == "function_call" and isinstance(arguments, str) and not _is_json_object(arguments):
+            what = f"the arguments of function_call item {index} are not a JSON object"
+            self.add(index, "R06", what, param=f"input[{index}].arguments")
+
+    def output(self, index: int, kind: str, item: Mapping[str, Any]) -> None:
+        """An output (``function_call_output``, ``custom_tool_call_output``): its fields (R05), one
+        output per call (R03), and a call it answers (R01)."""
+        call_id = item.get("call_id")
+        if not _filled(call_id):
+            text = _R05.format(index=index, field="call_id")
+            self.add(
+                index,
+                "R05",
+                f"{kind} item {index} has no call_id",
+                text=text,
+                param=f"input[{index}].call_id",
+            )
+            return
+        if not isinstance(item.get("output"), str | list):
+            text = _R05.format(index=index, field="output")
+            what = f"{kind} item {index} has no output text"
+            self.add(index, "R05", what, text=text, param=f"input[{index}].output")
+        if call_id in self.answered:
+            what = f"{kind} item {index} answers call {call_id!r} again (item {self.answered[call_id]} did)"
+            self.add(index, "R03", what, param=f"input[{index}].call_id")
+        elif self.answers_a_call(index, kind, call_id):
+            self.answered[call_id] = index
+
+    def answers_a_call(self, index: int, kind: str, call_id: str) -> bool:
+        """R01: an output answers a call made before it (here, or by the previous response), of its
+        own type (the server pairs a call with an output of the call's type only). With only
+        ``previous_response_id``, a call this input does not hold cannot be judged. True when the
+        output answers its call."""
+        text = (_R01 if kind == "function_call_output" else _R01_CUSTOM).format(id=call_id)
+        if call_id not in self.made and not self.unknown_previous:
+            self.add(
+                index, "R01", f"{kind} item {index} answers no call made before it", text=text, param="input"
+            )
+            return False
+        if call_id in self.made_kind and self.made_kind[call_id] != _OUTPUTS[kind]:
+            what = f"{kind} item {index} answers call {call_id!r}, a {self.made_kind[call_id]}"
+            self.add(index, "R01", what, text=text, param="input")
+            return False
+        return True
+
+    def reasoning(self, index: int, item: Mapping[str, Any]) -> None:
+        """R07: a reasoning item is followed by the item it produced (a call, a message): sent
+        alone, when a history drops the call beside it, OpenAI refuses it."""
+        following = self.items[index + 1] if index + 1 < len(self.items) else None
+        if _kind(following) not in _PRODUCED:
+            text = _R07.format(id=item.get("id"))
+            what = f"reasoning item {index} is not followed by the item it produced"
+            self.add(index, "R07", what, text=text, param="input")
+
+    # -- across items -----------------------------------------------------------------------
+
+    def unanswered(self) -> None:
+        """R02: every call (here, or of the previous response) has its output in this input; the
+        server refuses a request that leaves one unanswered."""
+        for call_id, index in self.made.items():
+            if call_id in self.answered:
+                continue
+            custom = self.made_kind.get(call_id) == "custom_tool_call"
+            text = (_R02_CUSTOM if custom else _R02).format(id=call_id)
+            where = f" (item {index})" if index >= 0 else " of the previous response"
+            answer = "custom_tool_call_output" if custom else "function_call_output"
+            what = f"function call {call_id!r}{where} has no {answer}"
+            self.add(index if index >= 0 else None, "R02", what, text=text, param="input")
+
+
+def _read(input: list[Any] | tuple[Any, ...]) -> list[Any]:
+    """Each item as plain data; ``None`` for one that cannot be read (R00 then)."""
+    items: list[Any] = []
+    for entry in input:
+        try:
+            items.append(_plain(entry))
+        except Exception:
+            items.append(None)
+    return items
+
+
+def _sorted(problems: list[HistoryProblem]) -> list[HistoryProblem]:
+    """By item index, the problems of the whole input (``index=None``) last."""
+    return sorted(problems, key=lambda p: (p.index is None, p.index if p.index is not None else 0))
+
+
 def validate_input(
     input: Any,
     *,
@@ -343,190 +564,21 @@ def validate_input(
     reasoning. When only
     ``previous_response_id`` is given, an output for a call this input does not hold cannot be
     judged, so ``R01`` is not reported for it. Never raises; linear in the size of ``input``.
+
+    The rules are the methods of ``_InputChecker``, one per kind of item and per rule.
     """
     if isinstance(input, str):
         return []
     if not isinstance(input, list | tuple):
-        return [
-            _problem(None, "R00", f"input is a {type(input).__name__}, not a string or a list", param="input")
-        ]
-    problems: list[HistoryProblem] = []
-    made: dict[str, int] = {}
-    made_kind: dict[str, str] = {}  # each call's item type: its output must be of the matching type
-    earlier_items = _previous_items(previous)
-    for earlier in earlier_items:
-        call_id = earlier.get("call_id")
-        if earlier.get("type") in _CALLS and isinstance(call_id, str):
-            made.setdefault(call_id, -1)
-            made_kind.setdefault(call_id, earlier["type"])
-    required = _required_reasoning(earlier_items)
-    deepseek = get_dialect(dialect).name == "deepseek"
-    reasoning_seen: set[Any] = set()  # ids of the reasoning items before the current item
-    turn_reasoned = False  # a reasoning item since the caller's last item (R09)
+        what = f"input is a {type(input).__name__}, not a string or a list"
+        return [_problem(None, "R00", what, param="input")]
+    earlier = _previous_items(previous)
     unknown_previous = previous is None and previous_response_id is not None
-    answered: dict[str, int] = {}
-    items: list[Any] = []
-    for entry in input:
-        try:
-            items.append(_plain(entry))
-        except Exception:
-            items.append(None)
-    for index, item in enumerate(items):
-        if not isinstance(item, Mapping):
-            problems.append(
-                _problem(index, "R00", f"input item {index} is not an object", param=f"input[{index}]")
-            )
-            continue
-        kind = item.get("type")
-        if kind is None and "role" in item:
-            kind = "message"
-        if kind not in _ITEM_TYPES:
-            problems.append(
-                _problem(
-                    index,
-                    "R05",
-                    f"input item {index} has type {kind!r}, which the server does not know",
-                    param=f"input[{index}].type",
-                )
-            )
-            continue
-        if kind == "reasoning":
-            reasoning_seen.add(item.get("id"))
-            turn_reasoned = True
-        elif kind in _CALLER_ITEMS or (kind == "message" and item.get("role") != "assistant"):
-            turn_reasoned = False
-        if kind in _CALLS:
-            item_id = item.get("id")
-            needed = required.get(item_id) if isinstance(item_id, str) else None
-            if needed is not None and needed not in reasoning_seen:
-                text = _R08.format(id=item_id, reasoning=needed)
-                what = f"{kind} item {index} is sent back without its reasoning item {needed!r}"
-                problems.append(_problem(index, "R08", what, text, "input"))
-            if deepseek and not turn_reasoned:
-                what = f"{kind} item {index} has no reasoning item before it in its turn (DeepSeek)"
-                problems.append(_problem(index, "R09", what, param="input"))
-            call_id = item.get("call_id")
-            for field, ok in (
-                ("call_id", isinstance(call_id, str) and bool(call_id)),
-                ("name", isinstance(item.get("name"), str) and bool(item.get("name"))),
-                (_CALLS[kind], isinstance(item.get(_CALLS[kind]), str)),
-            ):
-                if not ok:
-                    text = _R05.format(index=index, field=field)
-                    problems.append(
-                        _problem(
-                            index,
-                            "R05",
-                            f"{kind} item {index} has no usable {field}",
-                            text,
-                            f"input[{index}].{field}",
-                        )
-                    )
-            if not (isinstance(call_id, str) and call_id):
-                continue
-            if made.get(call_id) == -1:
-                made[call_id] = index  # the previous response's call, sent back: its own item now
-                made_kind[call_id] = kind
-            elif call_id in made:
-                problems.append(
-                    _problem(
-                        index,
-                        "R04",
-                        f"{kind} item {index} repeats call_id {call_id!r} of item {made[call_id]}",
-                        param=f"input[{index}].call_id",
-                    )
-                )
-                continue
-            else:
-                made[call_id] = index
-                made_kind[call_id] = kind
-            arguments = item.get("arguments")
-            if kind == "function_call" and isinstance(arguments, str) and not _is_json_object(arguments):
-                problems.append(
-                    _problem(
-                        index,
-                        "R06",
-                        f"the arguments of function_call item {index} are not a JSON object",
-                        param=f"input[{index}].arguments",
-                    )
-                )
-        elif kind in _OUTPUTS:
-            call_id = item.get("call_id")
-            if not (isinstance(call_id, str) and call_id):
-                text = _R05.format(index=index, field="call_id")
-                problems.append(
-                    _problem(
-                        index,
-                        "R05",
-                        f"{kind} item {index} has no call_id",
-                        text,
-                        f"input[{index}].call_id",
-                    )
-                )
-                continue
-            output = item.get("output")
-            if not isinstance(output, str | list):
-                text = _R05.format(index=index, field="output")
-                problems.append(
-                    _problem(
-                        index,
-                        "R05",
-                        f"{kind} item {index} has no output text",
-                        text,
-                        f"input[{index}].output",
-                    )
-                )
-            if call_id in answered:
-                problems.append(
-                    _problem(
-                        index,
-                        "R03",
-                        f"{kind} item {index} answers call {call_id!r} again (item {answered[call_id]} did)",
-                        param=f"input[{index}].call_id",
-                    )
-                )
-                continue
-            if call_id not in made and not unknown_previous:
-                text = (_R01 if kind == "function_call_output" else _R01_CUSTOM).format(id=call_id)
-                what = f"{kind} item {index} answers no call made before it"
-                problems.append(_problem(index, "R01", what, text, "input"))
-                continue
-            if call_id in made_kind and made_kind[call_id] != _OUTPUTS[kind]:
-                # A custom tool's call answered as a function's, or the reverse: the server pairs a
-                # call with an output of its own type only.
-                text = (_R01 if kind == "function_call_output" else _R01_CUSTOM).format(id=call_id)
-                what = f"{kind} item {index} answers call {call_id!r}, a {made_kind[call_id]}"
-                problems.append(_problem(index, "R01", what, text, "input"))
-                continue
-            answered[call_id] = index
-        elif kind == "reasoning":
-            following = items[index + 1] if index + 1 < len(items) else None
-            next_kind = following.get("type") if isinstance(following, Mapping) else None
-            if next_kind is None and isinstance(following, Mapping) and "role" in following:
-                next_kind = "message"
-            if next_kind not in _PRODUCED:
-                text = _R07.format(id=item.get("id"))
-                problems.append(
-                    _problem(
-                        index,
-                        "R07",
-                        f"reasoning item {index} is not followed by the item it produced",
-                        text,
-                        "input",
-                    )
-                )
-    for call_id, index in made.items():
-        if call_id not in answered:
-            custom = made_kind.get(call_id) == "custom_tool_call"
-            text = (_R02_CUSTOM if custom else _R02).format(id=call_id)
-            where = index if index >= 0 else None
-            what = f"function call {call_id!r}" + (
-                f" (item {index})" if index >= 0 else " of the previous response"
-            )
-            answer = "custom_tool_call_output" if custom else "function_call_output"
-            problems.append(_problem(where, "R02", f"{what} has no {answer}", text, "input"))
-    problems.sort(key=lambda p: (p.index is None, p.index if p.index is not None else 0))
-    return problems
+    checker = _InputChecker(_read(input), earlier, get_dialect(dialect), unknown_previous=unknown_previous)
+    for index, item in enumerate(checker.items):
+        checker.item(index, item)
+    checker.unanswered()
+    return _sorted(checker.problems)
 
 
 def _is_json_object(text: str) -> bool:
