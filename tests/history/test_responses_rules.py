@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 import toolstitch as ts
-from toolstitch.history import _responses
+from toolstitch.history import _validate_input
 
 RULE = re.compile(r"R\d\d")
 TABLE = Path(__file__).parents[2] / "docs" / "history-rules.md"
@@ -28,7 +28,7 @@ def reported_by() -> dict[str, set[str]]:
     """Each function and method of the module, mapped to the rules it reports: the literal rule ids
     of its ``add(...)`` and ``_problem(...)`` calls."""
     found: dict[str, set[str]] = {}
-    for node in ast.walk(ast.parse(inspect.getsource(_responses))):
+    for node in ast.walk(ast.parse(inspect.getsource(_validate_input))):
         if not isinstance(node, ast.FunctionDef):
             continue
         for call in ast.walk(node):
@@ -54,9 +54,9 @@ def test_each_checker_method_names_its_rules_in_its_docstring() -> None:
     for name, rules in methods.items():
         if name == "validate_input":
             continue
-        doc = getattr(_responses._InputChecker, name).__doc__ or ""
+        doc = getattr(_validate_input._InputChecker, name).__doc__ or ""
         assert rules <= set(RULE.findall(doc)), name
-    assert set(methods) - {"validate_input"} <= set(vars(_responses._InputChecker))
+    assert set(methods) - {"validate_input"} <= set(vars(_validate_input._InputChecker))
 
 
 CALL = {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"}
@@ -99,13 +99,13 @@ def test_each_rule_is_reported_by_its_own_method(
     monkeypatch: pytest.MonkeyPatch, rule: str, method: str, input: Any, kw: dict[str, Any]
 ) -> None:
     seen: list[tuple[str, str]] = []
-    add = _responses._InputChecker.add
+    add = _validate_input._InputChecker.add
 
     def recording(self: Any, index: int | None, rule_id: str, what: str, **fields: Any) -> None:
         seen.append((rule_id, sys._getframe(1).f_code.co_name))
         add(self, index, rule_id, what, **fields)
 
-    monkeypatch.setattr(_responses._InputChecker, "add", recording)
+    monkeypatch.setattr(_validate_input._InputChecker, "add", recording)
     problems = ts.validate_input(input, **kw)
     assert rule in [p.rule for p in problems]
     if method != "validate_input":  # R00 of an input that is no list comes before any checker

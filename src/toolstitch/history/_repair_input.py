@@ -2,7 +2,7 @@
 
 The Responses twin of :mod:`._repair`, with the same promises and the same report
 (:class:`~._repair_report.RepairReport`, one :class:`~._repair_report.RepairChange` per change,
-``remaining`` as :func:`~._responses.validate_input` finds the result). What it fixes, each
+``remaining`` as :func:`~._validate_input.validate_input` finds the result). What it fixes, each
 without inventing a fact (rules of ``docs/history-rules.md``):
 
 * ``R01`` a ``function_call_output`` whose call no ``function_call`` before it made: moved right
@@ -38,7 +38,7 @@ from typing import Any
 
 from ._common import _plain
 from ._repair_report import NOT_EXECUTED, Action, RepairChange, RepairReport
-from ._responses import _previous_items, _required_reasoning, validate_input
+from ._validate_input import _previous_items, _required_reasoning, validate_input
 
 __all__ = ["repair_input"]
 
