@@ -27,8 +27,7 @@ from typing import TYPE_CHECKING, Any, cast
 import pydantic
 
 from ..core import serialisable, valid_unicode
-from ..errors import CallNotReadyError
-from ._build import ToolCallLike, _call_facts, _error_text, _is_result, _result_text
+from ._build import ToolCallLike, _answer_text, _AnswerWords, _call_facts, _is_result
 from ._common import _MISSING, _plain
 
 if TYPE_CHECKING:
@@ -134,25 +133,14 @@ def function_call_output(
     :class:`~toolstitch.errors.CallNotReadyError`; answer it with
     ``function_call_output(call, error=call_error_text(call))``.
     """
-    call_id, name, status, _ = _facts(call)
-    if result is not _MISSING and error is not None:
-        raise TypeError("function_call_output() takes a result or error=, not both")
-    if isinstance(result, BaseException):
-        result, error = _MISSING, result
-    if result is _MISSING and error is None:
-        raise TypeError("function_call_output() needs a result, or error= for a call that failed")
-    if not isinstance(call_id, str) or not call_id:
-        raise ValueError(f"function call {name!r} has no call_id, so no output can answer it")
-    if error is None and status not in (None, "ready"):
-        raise CallNotReadyError(
-            f"function call {call_id!r} ({name!r}) is {status!r}, so it was not executed and has no "
-            "result; answer it with function_call_output(call, error=call_error_text(call))",
-            call=call,
-            status=str(status),
-        )
-    output = _error_text(error, call) if error is not None else _result_text(result)
+    facts = _facts(call)
+    output = _answer_text(call, facts, result, error, _OUTPUT_WORDS)
     kind = "custom_tool_call_output" if _is_custom(call) else "function_call_output"
-    return cast("InputItem", {"type": kind, "call_id": valid_unicode(call_id), "output": output})
+    return cast("InputItem", {"type": kind, "call_id": valid_unicode(facts[0]), "output": output})
+
+
+_OUTPUT_WORDS = _AnswerWords("function_call_output", "function call", "call_id", "output")
+"""How :func:`function_call_output` names itself, a call and its answer when it refuses one."""
 
 
 def _is_custom(call: Any) -> bool:
