@@ -62,26 +62,7 @@ def post(opts: _Options, client: Any) -> Any:
         extra = options.get("extra_json") if isinstance(options, Mapping) else None
         return label, _chat_request(opts, label, kwargs.get("body"), extra, kwargs.get("content"))
 
-    if opts.is_async:
-
-        async def apost(*args: Any, **kwargs: Any) -> Any:
-            label, request = begin(args, kwargs)
-            if request is None:
-                return await sdk_post(*args, **kwargs)
-            started = now()
-            return opts.stitched(await sdk_post(*args, **kwargs), request, started, label)
-
-        intercepted: Callable[..., Any] = like(sdk_post, apost)
-    else:
-
-        def spost(*args: Any, **kwargs: Any) -> Any:
-            label, request = begin(args, kwargs)
-            if request is None:
-                return sdk_post(*args, **kwargs)
-            started = now()
-            return opts.stitched(sdk_post(*args, **kwargs), request, started, label)
-
-        intercepted = like(sdk_post, spost)
+    intercepted = _intercepting(opts, sdk_post, begin)
     return intercepted
 
 
@@ -103,27 +84,38 @@ def request(opts: _Options, client: Any) -> Any:
         label = f"request(<{_shown(path)}>, stream=True)"
         return label, _chat_request(opts, label, body, extra, content)
 
+    intercepted = _intercepting(opts, sdk_request, begin)
+    return intercepted
+
+
+_Begin = Callable[[tuple[Any, ...], dict[str, Any]], tuple[str, dict[str, Any] | None]]
+"""What reads a call's arguments: its label and request when it streams chat completions (the
+request None when it does not)."""
+
+
+def _intercepting(opts: _Options, sdk_call: Callable[..., Any], begin: _Begin) -> Callable[..., Any]:
+    """``sdk_call`` (the client's ``post`` or ``request``), dressed as itself, with a call that
+    ``begin`` finds streaming chat completions stitched: the one decision is ``begin``'s, and each
+    twin only calls the SDK (awaited or not)."""
     if opts.is_async:
 
-        async def arequest(*args: Any, **kwargs: Any) -> Any:
+        async def acall(*args: Any, **kwargs: Any) -> Any:
             label, request = begin(args, kwargs)
             if request is None:
-                return await sdk_request(*args, **kwargs)
+                return await sdk_call(*args, **kwargs)
             started = now()
-            return opts.stitched(await sdk_request(*args, **kwargs), request, started, label)
+            return opts.stitched(await sdk_call(*args, **kwargs), request, started, label)
 
-        intercepted: Callable[..., Any] = like(sdk_request, arequest)
-    else:
+        return like(sdk_call, acall)
 
-        def srequest(*args: Any, **kwargs: Any) -> Any:
-            label, request = begin(args, kwargs)
-            if request is None:
-                return sdk_request(*args, **kwargs)
-            started = now()
-            return opts.stitched(sdk_request(*args, **kwargs), request, started, label)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        label, request = begin(args, kwargs)
+        if request is None:
+            return sdk_call(*args, **kwargs)
+        started = now()
+        return opts.stitched(sdk_call(*args, **kwargs), request, started, label)
 
-        intercepted = like(sdk_request, srequest)
-    return intercepted
+    return like(sdk_call, call)
 
 
 def _shown(path: Any) -> str:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import inspect
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import openai
 
@@ -89,13 +89,31 @@ class _Request(Proxy):
         return stitched
 
     def _close_sync(self) -> None:
-        """The stream's response was closed by the SDK: calls not yet sealed become incomplete."""
-        if isinstance(self._stitched, StitchedStream):
-            self._stitched.close()
+        """The stream's response was closed by the SDK: calls not yet sealed become incomplete
+        (this one's stitched stream, or that of the response a manager's entering gave)."""
+        stitched = self._stitched
+        if isinstance(stitched, _Request):
+            stitched._close_sync()
+        elif isinstance(stitched, StitchedStream):
+            stitched.close()
 
     async def _close_async(self) -> None:
-        if isinstance(self._stitched, AsyncStitchedStream):
-            await self._stitched.close()
+        stitched = self._stitched
+        if isinstance(stitched, _Request):
+            await stitched._close_async()
+        elif isinstance(stitched, AsyncStitchedStream):
+            await stitched.close()
+
+    _response_class: ClassVar[type[RawResponse]]
+    """What entering a ``with_streaming_response`` manager gives (the Responses API's own class
+    stitches its way: ``_responses_stream``)."""
+
+    def _entered(self, sdk_response: Any) -> RawResponse:
+        """A ``with_streaming_response`` manager was entered: the SDK's response, proxied, and
+        remembered (leaving the manager closes its stream)."""
+        response = self._response_class(sdk_response, self._opts, self._request, self._started, self._path)
+        object.__setattr__(self, "_stitched", response)
+        return response
 
 
 class RawResponse(_Request):
@@ -137,15 +155,11 @@ class RawResponse(_Request):
         return getattr(self._target, name)
 
 
-class ResponseManager(_Request):
-    """``with_streaming_response.create(stream=True)`` of a sync client: a context manager."""
+class _StreamManager(_Request):
+    """A context manager of the SDK's whose entering streams (sync): leaving it is the SDK's, then
+    what entering stitched is closed."""
 
     __slots__ = ()
-
-    def __enter__(self) -> RawResponse:
-        response = RawResponse(self._target.__enter__(), self._opts, self._request, self._started, self._path)
-        object.__setattr__(self, "_stitched", response)
-        return response
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
@@ -153,20 +167,13 @@ class ResponseManager(_Request):
         try:
             return self._target.__exit__(exc_type, exc, tb)
         finally:
-            if isinstance(self._stitched, RawResponse):
-                self._stitched._close_sync()
+            self._close_sync()
 
 
-class AsyncResponseManager(_Request):
-    """``with_streaming_response.create(stream=True)`` of an async client: an async context manager."""
+class _AsyncStreamManager(_Request):
+    """The async twin of :class:`_StreamManager`."""
 
     __slots__ = ()
-
-    async def __aenter__(self) -> RawResponse:
-        entered = await self._target.__aenter__()
-        response = RawResponse(entered, self._opts, self._request, self._started, self._path)
-        object.__setattr__(self, "_stitched", response)
-        return response
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
@@ -174,8 +181,29 @@ class AsyncResponseManager(_Request):
         try:
             return await self._target.__aexit__(exc_type, exc, tb)
         finally:
-            if isinstance(self._stitched, RawResponse):
-                await self._stitched._close_async()
+            await self._close_async()
+
+
+class ResponseManager(_StreamManager):
+    """``with_streaming_response.create(stream=True)`` of a sync client: a context manager."""
+
+    __slots__ = ()
+
+    _response_class = RawResponse
+
+    def __enter__(self) -> RawResponse:
+        return self._entered(self._target.__enter__())
+
+
+class AsyncResponseManager(_AsyncStreamManager):
+    """``with_streaming_response.create(stream=True)`` of an async client: an async context manager."""
+
+    __slots__ = ()
+
+    _response_class = RawResponse
+
+    async def __aenter__(self) -> RawResponse:
+        return self._entered(await self._target.__aenter__())
 
 
 def _raw_stream(sdk_stream: Any, kind: type) -> Any:
@@ -189,7 +217,7 @@ def _raw_stream(sdk_stream: Any, kind: type) -> Any:
     return raw if isinstance(proxied_stream(raw), kind) else None
 
 
-class HelperManager(_Request):
+class HelperManager(_StreamManager):
     """The SDK's ``chat.completions.stream(...)`` manager (sync): entering it stitches the stream."""
 
     __slots__ = ()
@@ -204,16 +232,8 @@ class HelperManager(_Request):
         sdk_stream._raw_stream = stitched  # the SDK's events now read the chunks through toolstitch
         return HelperStream(sdk_stream, self._opts, stitched)
 
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> Any:
-        try:
-            return self._target.__exit__(exc_type, exc, tb)
-        finally:
-            self._close_sync()
 
-
-class AsyncHelperManager(_Request):
+class AsyncHelperManager(_AsyncStreamManager):
     """The async twin of :class:`HelperManager`."""
 
     __slots__ = ()
@@ -227,14 +247,6 @@ class AsyncHelperManager(_Request):
         stitched = self._keep(raw)
         sdk_stream._raw_stream = stitched
         return AsyncHelperStream(sdk_stream, self._opts, stitched)
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> Any:
-        try:
-            return await self._target.__aexit__(exc_type, exc, tb)
-        finally:
-            await self._close_async()
 
 
 class _Helper(Proxy):

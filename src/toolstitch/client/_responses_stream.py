@@ -280,22 +280,13 @@ class _RawResponse(_Stitching, RawResponse):
 class _ResponseManager(_Stitching, ResponseManager):
     __slots__ = ()
 
-    def __enter__(self) -> RawResponse:
-        response = _RawResponse(
-            self._target.__enter__(), self._opts, self._request, self._started, self._path
-        )
-        object.__setattr__(self, "_stitched", response)
-        return response
+    _response_class = _RawResponse
 
 
 class _AsyncResponseManager(_Stitching, AsyncResponseManager):
     __slots__ = ()
 
-    async def __aenter__(self) -> RawResponse:
-        entered = await self._target.__aenter__()
-        response = _RawResponse(entered, self._opts, self._request, self._started, self._path)
-        object.__setattr__(self, "_stitched", response)
-        return response
+    _response_class = _RawResponse
 
 
 class _HelperManager(_Stitching, HelperManager):

@@ -25,6 +25,11 @@ What decides, per event (:class:`Resumption`, sans I/O, shared by the twins):
   (comments only), past the request's own timeout, which such bytes keep resetting.
   When every attempt fails, the error that cut the stream reaches the caller, as without resume.
 
+What decides per cut (whether to resume, when to give up, what each retrieve request is sent with,
+what the resume ends in) is :class:`_ResumingBase`, written once; the twins :class:`ResumingSource`
+and :class:`AsyncResumingSource` keep only their I/O (``for`` or ``async for``, the retrieve call,
+tenacity's waits, closing).
+
 A resume needs the response's id (from ``response.created``) and a sequence number; without them
 (or on an ``openai`` release whose ``responses.retrieve`` cannot stream from a sequence number:
 openai 1.84 and newer can; the 1.55.3 floor has no Responses API at all) a cut is reported as it
@@ -327,23 +332,6 @@ class Resumption:
         return record
 
 
-def _retrying(state: Resumption, policy: ResumePolicy, started: float) -> dict[str, Any]:
-    """tenacity's arguments for one cut: the attempts left since the last new event, the time left
-    of the deadline, exponential backoff; the last failure is raised to :meth:`_resume`."""
-    stop: tenacity.stop.stop_base = tenacity.stop_after_attempt(max(1, policy.attempts - state.idle))
-    if policy.deadline is not None:
-        left = max(0.0, policy.deadline - (time.monotonic() - started))
-        stop = stop | tenacity.stop_after_delay(left)
-    return {
-        "stop": stop,
-        "wait": tenacity.wait_exponential(
-            multiplier=policy.initial, exp_base=policy.multiplier, max=policy.maximum
-        ),
-        "retry": tenacity.retry_if_exception(_worth_another),
-        "reraise": True,
-    }
-
-
 def sent_timeout(stream: Any) -> float | None:
     """The timeout the request of ``stream`` (the SDK's stream, or a proxy of one) was sent with,
     read where the SDK wrote it, on its HTTP request (httpx's ``timeout`` request extension): the
@@ -369,19 +357,10 @@ def sent_timeout(stream: Any) -> float | None:
     return float(seconds)
 
 
-def _retrieve_kwargs(state: Resumption, policy: ResumePolicy, sent: float | None) -> dict[str, Any]:
-    """``responses.retrieve``'s arguments: from the last event, with the policy's timeout, else
-    the one the cut request was sent with (:func:`sent_timeout`), else none (the client's)."""
-    kwargs: dict[str, Any] = {"stream": True, "starting_after": state.last}
-    timeout = policy.timeout if policy.timeout is not None else sent
-    if timeout is not None:
-        kwargs["timeout"] = timeout
-    return kwargs
-
-
-class ResumingSource:
-    """What a resumable stitched stream reads: the SDK's stream, then, after each cut, the SDK's
-    ``responses.retrieve`` stream from the last sequence number. Yields the SDK's own events."""
+class _ResumingBase:
+    """What both twins share: the state, the policy, and every decision of a resume (whether to
+    resume, when to give up, what each retrieve request is sent with, what a resume ends in). The
+    twins keep only their I/O: reading the streams, the retrieve call, the waits, closing."""
 
     def __init__(
         self,
@@ -416,6 +395,90 @@ class ResumingSource:
             and deadline is not None
             and time.monotonic() - self._started >= deadline
         )
+
+    def _policy_after(self, error: BaseException | None) -> ResumePolicy | None:
+        """The policy to resume under when the stream broke with ``error`` (None: it ended cleanly
+        before the response's final event); None when it is not resumed (the error reaches the
+        caller, or the stream ends as it did)."""
+        state = self.state
+        if self.policy is None or state.stopped:
+            return None
+        if error is None:
+            resumable = not state.finished and state.ended_early()
+        else:
+            resumable = state.resumable(error, self._current)
+        return self.policy if resumable else None
+
+    def _cut(self, error: BaseException, policy: ResumePolicy, quiet: bool) -> Resume | None:
+        """Record the cut, and start the resume clock at the first one: the new :class:`Resume`
+        when retrieve requests are to be sent. When they are not (no progress since the last
+        resume's attempts, or out of time): None if ``quiet``, else ``error`` is raised."""
+        state = self.state
+        record = state.cut(error)
+        if state.idle >= policy.attempts or self._expired(policy):
+            if quiet:
+                return None
+            raise error
+        if self._started is None:
+            self._started = time.monotonic()
+            if policy.deadline is not None:
+                state.deadline_at = self._started + policy.deadline
+        return record
+
+    def _retrying(self, policy: ResumePolicy) -> dict[str, Any]:
+        """tenacity's arguments for this cut (once :meth:`_cut` started the clock): the attempts
+        left since the last new event, the time left of the deadline, exponential backoff; the last
+        failure is raised to ``_resume``."""
+        started = self._started
+        assert started is not None
+        stop: tenacity.stop.stop_base = tenacity.stop_after_attempt(max(1, policy.attempts - self.state.idle))
+        if policy.deadline is not None:
+            left = max(0.0, policy.deadline - (time.monotonic() - started))
+            stop = stop | tenacity.stop_after_delay(left)
+        return {
+            "stop": stop,
+            "wait": tenacity.wait_exponential(
+                multiplier=policy.initial, exp_base=policy.multiplier, max=policy.maximum
+            ),
+            "retry": tenacity.retry_if_exception(_worth_another),
+            "reraise": True,
+        }
+
+    def _attempt(self, record: Resume, policy: ResumePolicy) -> dict[str, Any]:
+        """One retrieve request is about to be sent: it is counted; its keyword arguments (from
+        the last event, with the policy's timeout, else the one the cut request was sent with:
+        :func:`sent_timeout`, else none: the client's)."""
+        record.requests += 1
+        self.state.idle += 1
+        kwargs: dict[str, Any] = {"stream": True, "starting_after": self.state.last}
+        timeout = policy.timeout if policy.timeout is not None else self._timeout
+        if timeout is not None:
+            kwargs["timeout"] = timeout
+        return kwargs
+
+    def _opened(self, stream: Any) -> Any:
+        """A retrieve request returned ``stream``: it is the one read (and closed) from now on."""
+        self._current = stream
+        if self._prepare is not None:
+            self._prepare(stream)
+        return stream
+
+    def _outcome(self, record: Resume, error: BaseException, quiet: bool, resumed: Any) -> Any:
+        """What a resume ends in: ``resumed`` (the retrieve stream and its first event) when an
+        attempt succeeded; else None if ``quiet`` (a stream that ended early ends as it did), or
+        the error that cut the stream is raised."""
+        if record.failure is not None:
+            if quiet:
+                return None
+            raise error
+        record.resumed = True
+        return resumed
+
+
+class ResumingSource(_ResumingBase):
+    """What a resumable stitched stream reads: the SDK's stream, then, after each cut, the SDK's
+    ``responses.retrieve`` stream from the last sequence number. Yields the SDK's own events.
+    (Its decisions are :class:`_ResumingBase`'s and :class:`Resumption`'s; here only the I/O.)"""
 
     def close(self) -> None:
         close = getattr(self._current, "close", None)
@@ -428,10 +491,8 @@ class ResumingSource:
         pending: Any = None
         while True:
             try:
-                if pending is not None:
-                    first, pending = pending, None
-                    if state.take(first):
-                        yield first
+                if pending is not None and state.take(pending):  # a retrieve stream's first event
+                    yield pending
                 if not state.finished and not state.stopped:
                     for event in source:
                         if state.take(event):
@@ -443,13 +504,13 @@ class ResumingSource:
                 if state.stopped and state.resumes:
                     raise state.resumes[-1].error  # the cut was not recovered
             except Exception as exc:
-                if self.policy is None or state.stopped or not state.resumable(exc, self._current):
+                policy = self._policy_after(exc)
+                if policy is None:
                     raise
-                source, pending = self._resume(exc, self.policy)
+                source, pending = self._resume(exc, policy)
                 continue
-            if self.policy is None or state.finished or state.stopped or not state.ended_early():
-                return
-            resumed = self._resume(ended_early(), self.policy, quiet=True)
+            policy = self._policy_after(None)
+            resumed = None if policy is None else self._resume(ended_early(), policy, quiet=True)
             if resumed is None:
                 return  # it ends as it did: without the final event, its calls incomplete
             source, pending = resumed
@@ -457,30 +518,17 @@ class ResumingSource:
     def _resume(self, error: BaseException, policy: ResumePolicy, quiet: bool = False) -> Any:
         """Open the retrieve stream and read its first event, with bounded attempts; the error that
         cut the stream when every attempt fails."""
-        state = self.state
-        record = state.cut(error)
-        if state.idle >= policy.attempts or self._expired(policy):
-            if quiet:
-                return None
-            raise error  # no progress since the last resume's attempts, or out of time
-        if self._started is None:
-            self._started = time.monotonic()
-            if policy.deadline is not None:
-                state.deadline_at = self._started + policy.deadline
+        record = self._cut(error, policy, quiet)
+        if record is None:
+            return None
         self.close()
         iterator: Any = iter(())
         first: Any = None
         try:
-            for attempt in tenacity.Retrying(**_retrying(state, policy, self._started)):
+            for attempt in tenacity.Retrying(**self._retrying(policy)):
                 with attempt:
-                    record.requests += 1
-                    state.idle += 1
-                    self._current = self._retrieve(
-                        state.response_id, **_retrieve_kwargs(state, policy, self._timeout)
-                    )
-                    if self._prepare is not None:
-                        self._prepare(self._current)
-                    iterator = iter(self._current)
+                    kwargs = self._attempt(record, policy)
+                    iterator = iter(self._opened(self._retrieve(self.state.response_id, **kwargs)))
                     try:
                         first = next(iterator, None)
                     except Exception:
@@ -488,50 +536,11 @@ class ResumingSource:
                         raise
         except Exception as exc:
             record.failure = exc
-        if record.failure is not None:
-            if quiet:
-                return None  # (a stream that ended early: it ends as it did)
-            raise error
-        record.resumed = True
-        return iterator, first
+        return self._outcome(record, error, quiet, (iterator, first))
 
 
-class AsyncResumingSource:
+class AsyncResumingSource(_ResumingBase):
     """The async twin of :class:`ResumingSource`."""
-
-    def __init__(
-        self,
-        first: Any,
-        retrieve: Callable[..., Any],
-        state: Resumption,
-        policy: ResumePolicy | None,
-        prepare: Callable[[Any], None] | None = None,
-    ) -> None:
-        self._prepare = prepare
-        """Given each retrieve stream before it is read (fast decoding installs itself there)."""
-        self._timeout = sent_timeout(first)
-        """The timeout the first request was sent with: each retrieve's, unless the policy has one."""
-        self._current = first
-        self._retrieve = retrieve
-        self.state = state
-        self.policy = policy
-        self._started: float | None = None
-
-    @property
-    def resumes(self) -> list[Resume]:
-        return self.state.resumes
-
-    @property
-    def notes(self) -> list[Any]:
-        return self.state.notes
-
-    def _expired(self, policy: ResumePolicy) -> bool:
-        deadline = policy.deadline
-        return (
-            self._started is not None
-            and deadline is not None
-            and time.monotonic() - self._started >= deadline
-        )
 
     async def close(self) -> None:
         close = getattr(self._current, "close", None)
@@ -546,10 +555,8 @@ class AsyncResumingSource:
         pending: Any = None
         while True:
             try:
-                if pending is not None:
-                    first, pending = pending, None
-                    if state.take(first):
-                        yield first
+                if pending is not None and state.take(pending):  # a retrieve stream's first event
+                    yield pending
                 if not state.finished and not state.stopped:
                     async for event in source:
                         if state.take(event):
@@ -561,43 +568,31 @@ class AsyncResumingSource:
                 if state.stopped and state.resumes:
                     raise state.resumes[-1].error  # the cut was not recovered
             except Exception as exc:
-                if self.policy is None or state.stopped or not state.resumable(exc, self._current):
+                policy = self._policy_after(exc)
+                if policy is None:
                     raise
-                source, pending = await self._resume(exc, self.policy)
+                source, pending = await self._resume(exc, policy)
                 continue
-            if self.policy is None or state.finished or state.stopped or not state.ended_early():
-                return
-            resumed = await self._resume(ended_early(), self.policy, quiet=True)
+            policy = self._policy_after(None)
+            resumed = None if policy is None else await self._resume(ended_early(), policy, quiet=True)
             if resumed is None:
                 return  # it ends as it did: without the final event, its calls incomplete
             source, pending = resumed
 
     async def _resume(self, error: BaseException, policy: ResumePolicy, quiet: bool = False) -> Any:
-        state = self.state
-        record = state.cut(error)
-        if state.idle >= policy.attempts or self._expired(policy):
-            if quiet:
-                return None
-            raise error  # no progress since the last resume's attempts, or out of time
-        if self._started is None:
-            self._started = time.monotonic()
-            if policy.deadline is not None:
-                state.deadline_at = self._started + policy.deadline
+        record = self._cut(error, policy, quiet)
+        if record is None:
+            return None
         await self.close()
         iterator: Any = None
         first: Any = None
         try:
-            retrying = tenacity.AsyncRetrying(sleep=asyncio.sleep, **_retrying(state, policy, self._started))
-            async for attempt in retrying:
+            async for attempt in tenacity.AsyncRetrying(sleep=asyncio.sleep, **self._retrying(policy)):
                 with attempt:
-                    record.requests += 1
-                    state.idle += 1
-                    self._current = await self._retrieve(
-                        state.response_id, **_retrieve_kwargs(state, policy, self._timeout)
-                    )
-                    if self._prepare is not None:
-                        self._prepare(self._current)
-                    iterator = self._current.__aiter__()
+                    kwargs = self._attempt(record, policy)
+                    iterator = self._opened(
+                        await self._retrieve(self.state.response_id, **kwargs)
+                    ).__aiter__()
                     try:
                         first = await anext(iterator, None)
                     except Exception:
@@ -605,9 +600,4 @@ class AsyncResumingSource:
                         raise
         except Exception as exc:
             record.failure = exc
-        if record.failure is not None:
-            if quiet:
-                return None  # (a stream that ended early: it ends as it did)
-            raise error
-        record.resumed = True
-        return iterator, first
+        return self._outcome(record, error, quiet, (iterator, first))

@@ -16,7 +16,8 @@ call a server never streamed; from the start (``starting_after=None``) every cal
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import functools
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import openai
@@ -41,9 +42,10 @@ def _prepared(
     parallel_tool_calls: Any,
     starting_after: int | None,
     is_async: bool,
-) -> tuple[Any, Any, Mapping[str, Any], Any, dict[str, Any]]:
-    """The wrapped client's options, the SDK's ``retrieve``, the request, its contract (None: read
-    from the request) and the keyword arguments to send."""
+) -> tuple[Callable[[], Any], Callable[[Any], Any]]:
+    """The SDK's ``responses.retrieve`` call to make (what both twins share, the checks included),
+    and what stitches the stream it returns: under the request's contract (given, or the request
+    this client sent), resuming itself through the same ``retrieve``."""
     if type(response_id) is not str or not response_id:
         raise TypeError("response_id must be a non-empty str")
     if starting_after is not None and (type(starting_after) is not int or starting_after < 0):
@@ -78,7 +80,23 @@ def _prepared(
     kwargs: dict[str, Any] = {"stream": True}
     if starting_after is not None:
         kwargs["starting_after"] = starting_after
-    return opts, sdk.retrieve, request, contract, kwargs
+    retrieve = sdk.retrieve
+    started = now()
+
+    def stitched(sdk_stream: Any) -> Any:
+        return stitched_responses(
+            opts,
+            sdk_stream,
+            request,
+            started,
+            _PATH,
+            retrieve,
+            contract=contract,
+            response_id=response_id,
+            after=starting_after,
+        )
+
+    return functools.partial(retrieve, response_id, **kwargs), stitched
 
 
 def resume(
@@ -96,21 +114,10 @@ def resume(
     resumes itself if its connection drops. Raises ``TypeError`` when the contract is unknown and
     :class:`~toolstitch.errors.ResumeUnavailableError` on an ``openai`` release whose
     ``responses.retrieve`` cannot stream."""
-    opts, retrieve, request, contract, kwargs = _prepared(
+    retrieve, stitched = _prepared(
         client, response_id, tools, tool_choice, parallel_tool_calls, starting_after, False
     )
-    started = now()
-    stream: StitchedResponseStream = stitched_responses(
-        opts,
-        retrieve(response_id, **kwargs),
-        request,
-        started,
-        _PATH,
-        retrieve,
-        contract=contract,
-        response_id=response_id,
-        after=starting_after,
-    )
+    stream: StitchedResponseStream = stitched(retrieve())
     return stream
 
 
@@ -124,19 +131,8 @@ async def aresume(
     starting_after: int | None = None,
 ) -> AsyncStitchedResponseStream:
     """The async twin of :func:`resume` (an ``AsyncOpenAI`` client): ``await ts.aresume(...)``."""
-    opts, retrieve, request, contract, kwargs = _prepared(
+    retrieve, stitched = _prepared(
         client, response_id, tools, tool_choice, parallel_tool_calls, starting_after, True
     )
-    started = now()
-    stream: AsyncStitchedResponseStream = stitched_responses(
-        opts,
-        await retrieve(response_id, **kwargs),
-        request,
-        started,
-        _PATH,
-        retrieve,
-        contract=contract,
-        response_id=response_id,
-        after=starting_after,
-    )
+    stream: AsyncStitchedResponseStream = stitched(await retrieve())
     return stream

@@ -142,15 +142,9 @@ def stitch(
         started_at=started,
         recover_text_tool_calls=recover_text_tool_calls,
     )
-    kind = type(chunks)
-    reads_async, reads_sync = hasattr(kind, "__aiter__"), hasattr(kind, "__iter__")
-    if reads_async and reads_sync:  # both ways: the way the code around this call runs
-        reads_async = _in_event_loop()
-    if reads_async:
+    if _reads_async(chunks, "chunks"):
         return AsyncStitchedStream(chunks, accumulator, request=request, guard=guard)
-    if reads_sync:
-        return StitchedStream(chunks, accumulator, request=request, guard=guard)
-    raise TypeError(f"stitch() takes an iterable or async iterable of chunks, got {type(chunks).__name__}")
+    return StitchedStream(chunks, accumulator, request=request, guard=guard)
 
 
 def _responses(
@@ -176,15 +170,24 @@ def _responses(
     accumulator = responses_accumulator(
         contract, limits=limits, empty_arguments=empty_arguments, started_at=started
     )
-    kind = type(events)
+    if _reads_async(events, "events"):
+        return AsyncStitchedResponseStream(events, accumulator, request=request, guard=guard)
+    return StitchedResponseStream(events, accumulator, request=request, guard=guard)
+
+
+def _reads_async(source: Any, what: str) -> bool:
+    """Which twin reads ``source``: the async one for an async iterable, the sync one for an
+    iterable, and for what is both, the way the code around this call runs. ``TypeError`` for
+    what is neither (``what``: what its items are called in the message)."""
+    kind = type(source)
     reads_async, reads_sync = hasattr(kind, "__aiter__"), hasattr(kind, "__iter__")
     if reads_async and reads_sync:
-        reads_async = _in_event_loop()
-    if reads_async:
-        return AsyncStitchedResponseStream(events, accumulator, request=request, guard=guard)
-    if reads_sync:
-        return StitchedResponseStream(events, accumulator, request=request, guard=guard)
-    raise TypeError(f"stitch() takes an iterable or async iterable of events, got {type(events).__name__}")
+        return _in_event_loop()
+    if not reads_async and not reads_sync:
+        raise TypeError(
+            f"stitch() takes an iterable or async iterable of {what}, got {type(source).__name__}"
+        )
+    return reads_async
 
 
 def _in_event_loop() -> bool:

@@ -116,7 +116,10 @@ class _Base:
         self._iterator: Any = self._iterate()
 
     def _iterate(self) -> Any:
-        raise NotImplementedError  # each twin iterates its source its own way (for / async for)
+        # Each twin iterates (for / async for) and closes its source its own way, and does nothing
+        # else: what happens to a chunk is ``_take`` (or the core's quiet ``feed``), what happens
+        # at the end ``_failed`` / ``_completed``, shared.
+        raise NotImplementedError
 
     def _take(self, chunk: Any) -> UnsafeToolCallError | None:
         """One chunk of the source, in both twins: the recorder sees it first, then the core; with
@@ -152,6 +155,24 @@ class _Base:
         except Exception:
             request = None
         return UnsafeToolCallError.of(unsafe, choice, request=request)
+
+    def _failed(self, exc: BaseException) -> BaseException:
+        """The source raised ``exc`` (or the iteration was closed: ``GeneratorExit``): the input is
+        over, with the error the caller gets (``exc`` itself, or a transport error as the SDK's
+        own)."""
+        error = as_sdk_error(exc, self._sdk_stream)
+        self._input_over(error)
+        return error
+
+    def _completed(self) -> None:
+        """The source ended: the input is over. With the guard on, a call that is not ``ready``
+        at the end of the input (no ``finish_reason`` came, or it opened after one) is refused:
+        :class:`~toolstitch.errors.UnsafeToolCallError` is raised."""
+        self._input_over(None)
+        if self.guard:
+            refused = self._refusal(self.accumulator.calls(), None)
+            if refused is not None:
+                raise refused
 
     def record(self, target: str | os.PathLike[str] | IO[str], *, redact: Redact = False) -> Recorder:
         """Record this stream to ``target`` (a path, or an open text file) as JSONL.
@@ -229,37 +250,28 @@ class StitchedStream(_Base, openai.Stream[_ChunkT]):
     _iterator: Generator[_ChunkT, None, None]
 
     def _iterate(self) -> Generator[_ChunkT, None, None]:
-        # The twins differ only in ``for``; what happens to a chunk is ``_take``, shared.
+        # Only ``for`` and closing are this twin's own; every decision is ``_Base``'s.
         refused = None
         try:
             feed = self.accumulator.feed
             for chunk in self._source:
                 if self._plain:
                     feed(chunk, events=False)
-                else:
-                    refused = self._take(chunk)
-                    if refused is not None:
-                        break  # the guard: this chunk is not yielded
+                elif (refused := self._take(chunk)) is not None:
+                    break  # the guard: this chunk is not yielded
                 yield chunk
         except BaseException as exc:
-            error = as_sdk_error(exc, self._sdk_stream)  # a transport error as the SDK's own
-            self._input_over(error)
+            error = self._failed(exc)
             if error is exc:
                 raise
             raise error from exc
         if refused is not None:
-            close = getattr(self._source, "close", None)
             try:
-                if callable(close):
-                    close()
+                self._close_source()
             finally:
                 self._input_over(GeneratorExit())  # closed by the guard: open calls incomplete
             raise refused
-        self._input_over(None)
-        if self.guard:
-            refused = self._refusal(self.accumulator.calls(), None)
-            if refused is not None:
-                raise refused
+        self._completed()
 
     def __iter__(self) -> Iterator[_ChunkT]:
         return self._iterator
@@ -307,10 +319,13 @@ class StitchedStream(_Base, openai.Stream[_ChunkT]):
     def close(self) -> None:
         """Close the HTTP response. Calls not yet sealed become ``incomplete``."""
         self._iterator.close()
+        self._close_source()
+        self._input_over(GeneratorExit())
+
+    def _close_source(self) -> None:
         close = getattr(self._source, "close", None)
         if callable(close):
             close()
-        self._input_over(GeneratorExit())
 
     def until_done(self) -> Self:
         """Consume the rest of the stream (chunks are still fed to the accumulator)."""
@@ -338,21 +353,18 @@ class AsyncStitchedStream(_Base, openai.AsyncStream[_ChunkT]):
     _iterator: AsyncGenerator[_ChunkT, None]
 
     async def _iterate(self) -> AsyncGenerator[_ChunkT, None]:
-        # The twins differ only in ``async for``; what happens to a chunk is ``_take``, shared.
+        # Only ``async for`` and closing are this twin's own; every decision is ``_Base``'s.
         refused = None
         try:
             feed = self.accumulator.feed
             async for chunk in self._source:
                 if self._plain:
                     feed(chunk, events=False)
-                else:
-                    refused = self._take(chunk)
-                    if refused is not None:
-                        break  # the guard: this chunk is not yielded
+                elif (refused := self._take(chunk)) is not None:
+                    break  # the guard: this chunk is not yielded
                 yield chunk
         except BaseException as exc:
-            error = as_sdk_error(exc, self._sdk_stream)  # a transport error as the SDK's own
-            self._input_over(error)
+            error = self._failed(exc)
             if error is exc:
                 raise
             raise error from exc
@@ -362,11 +374,7 @@ class AsyncStitchedStream(_Base, openai.AsyncStream[_ChunkT]):
             finally:
                 self._input_over(GeneratorExit())  # closed by the guard: open calls incomplete
             raise refused
-        self._input_over(None)
-        if self.guard:
-            refused = self._refusal(self.accumulator.calls(), None)
-            if refused is not None:
-                raise refused
+        self._completed()
 
     def __aiter__(self) -> AsyncIterator[_ChunkT]:
         # openai.AsyncStream declares ``async def __aiter__`` (an async generator); the iterator

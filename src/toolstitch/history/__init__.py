@@ -41,9 +41,10 @@ What lives where, so that each concern can be read (and changed) on its own:
   (``RepairReport``, ``RepairChange``, ``NOT_EXECUTED``). Repair depends on the validators (it
   re-validates what it returns), never the other way round.
 * :mod:`._dialects`  the rule table and per-provider dialects.
-* :mod:`._responses` the Responses API: ``response_items`` (the output items to send back),
-  ``function_call_output(s)`` (the answers, paired by ``call_id``) and ``validate_input`` (rules
-  R00-R09 of its ``input``).
+* :mod:`._responses` the Responses API: ``response_items`` (the output items to send back) and
+  ``function_call_output(s)`` (the answers, paired by ``call_id``); :mod:`._validate_input` its
+  validator, ``validate_input`` (rules R00-R09 of its ``input``) and the ``_InputChecker`` that
+  runs them, the twin of :mod:`._validate`.
 * :mod:`._common`    what more than one of them needs: reading input as the SDK sends it
   (``to_plain``, which the run loop reads its caller's history with too), a message's
   ``tool_calls``, and the shape of a tool message.
@@ -60,7 +61,7 @@ from ._dialects import DIALECT_NAMES, Dialect, get_dialect
 from ._refusals import call_refusal_text, invalid_arguments_text, unknown_tool_text, wrong_kind_text
 from ._repair import repair_history
 from ._repair_report import NOT_EXECUTED, RepairChange, RepairReport
-from ._responses import function_call_output, function_call_outputs, response_items, validate_input
+from ._responses import function_call_output, function_call_outputs, response_items
 from ._validate import (
     HistoryProblem,
     ensure_valid_history,
@@ -68,6 +69,7 @@ from ._validate import (
     validate_history,
     validate_request,
 )
+from ._validate_input import validate_input
 
 __all__ = [
     "DIALECT_NAMES",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, cast
 
 import pydantic
 
@@ -268,24 +268,57 @@ def tool_message(
         msgs.append(tool_message(call, error=call_error_text(call)))
     """
     d = get_dialect(dialect)
-    call_id, name, status, _ = _call_facts(call)
+    facts = _call_facts(call)
+    content = _answer_text(call, facts, result, error, _TOOL_MESSAGE_WORDS)
+    return cast("ToolMessage", _tool_dict(d.normalize_id(facts[0]), content, facts[1], d))
+
+
+class _AnswerWords(NamedTuple):
+    """How a builder of answers names itself, a call, the call's id field and the answer, in the
+    errors of :func:`_answer_text`: each API's caller reads its own words."""
+
+    builder: str
+    noun: str
+    id_key: str
+    answer: str
+
+
+_TOOL_MESSAGE_WORDS = _AnswerWords("tool_message", "tool call", "id", "tool message")
+
+
+def _answer_text(
+    call: Any,
+    facts: tuple[Any, str | None, str | None, BaseException | None],
+    result: Any,
+    error: str | BaseException | None,
+    words: _AnswerWords,
+) -> str:
+    """The text answering ``call`` (``facts``: its id, name, status and error): ``result`` as
+    :func:`_result_text` sends it, or the error result as :func:`_error_text` does.
+
+    One check for the answers of both APIs (``tool_message``, the Responses API's
+    ``function_call_output``): a result or an error, never both; an exception as the result is an
+    error result; a call without an id cannot be answered; and a call that is not ``ready`` never
+    ran, so it has no result.
+    """
+    builder, noun, id_key, answer = words
+    call_id, name, status, _ = facts
     if result is not _MISSING and error is not None:
-        raise TypeError("tool_message() takes a result or error=, not both")
+        raise TypeError(f"{builder}() takes a result or error=, not both")
     if isinstance(result, BaseException):
         result, error = _MISSING, result
     if result is _MISSING and error is None:
-        raise TypeError("tool_message() needs a result, or error= for a call that failed")
+        raise TypeError(f"{builder}() needs a result, or error= for a call that failed")
     if not isinstance(call_id, str) or not call_id:
-        raise ValueError(f"tool call {name!r} has no id, so no tool message can answer it")
+        raise ValueError(f"{noun} {name!r} has no {id_key}, so no {answer} can answer it")
     if error is None and status not in (None, "ready"):
         raise CallNotReadyError(
-            f"tool call {call_id!r} ({name!r}) is {status!r}, so it was not executed and has no "
-            "result; answer it with tool_message(call, error=call_error_text(call))",
+            f"{noun} {call_id!r} ({name!r}) is {status!r}, so it was not executed and has no "
+            f"result; answer it with {builder}(call, error=call_error_text(call))",
             call=call,
             status=str(status),
         )
-    content = _error_text(error, call) if error is not None else _result_text(result)
-    return cast("ToolMessage", _tool_dict(d.normalize_id(call_id), content, name, d))
+    return _error_text(error, call) if error is not None else _result_text(result)
 
 
 def result_message(result: Any, dialect: str | Dialect = "openai") -> ToolMessage:

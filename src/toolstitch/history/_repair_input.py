@@ -2,7 +2,7 @@
 
 The Responses twin of :mod:`._repair`, with the same promises and the same report
 (:class:`~._repair_report.RepairReport`, one :class:`~._repair_report.RepairChange` per change,
-``remaining`` as :func:`~._responses.validate_input` finds the result). What it fixes, each
+``remaining`` as :func:`~._validate_input.validate_input` finds the result). What it fixes, each
 without inventing a fact (rules of ``docs/history-rules.md``):
 
 * ``R01`` a ``function_call_output`` whose call no ``function_call`` before it made: moved right
@@ -38,14 +38,11 @@ from typing import Any
 
 from ._common import _plain
 from ._repair_report import NOT_EXECUTED, Action, RepairChange, RepairReport
-from ._responses import _previous_items, _required_reasoning, validate_input
+from ._responses import _CALLS, _OUTPUTS
+from ._validate_input import _kind, _previous_items, _required_reasoning, validate_input
 
 __all__ = ["repair_input"]
 
-_CALLS = {"function_call": "arguments", "custom_tool_call": "input"}
-"""The item types that are calls (a function's, a custom tool's), and the field of each one's text."""
-_OUTPUTS = {"function_call_output": "function_call", "custom_tool_call_output": "custom_tool_call"}
-"""The item types that answer calls, and the call type each answers."""
 _RUN = frozenset({*_CALLS, *_OUTPUTS})
 
 
@@ -59,15 +56,6 @@ class _Entry:
     dropped: bool = False
     after: list[_Entry] = field(default_factory=list)  # outputs moved or inserted after this one
     before: list[_Entry] = field(default_factory=list)  # the reasoning put back before this call
-
-
-def _kind(item: Any) -> Any:
-    if not isinstance(item, Mapping):
-        return None
-    kind = item.get("type")
-    if kind is None and "role" in item:
-        return "message"
-    return kind
 
 
 def _call_id(item: Any) -> str | None:

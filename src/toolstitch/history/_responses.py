@@ -15,25 +15,20 @@ tool output found for function call ...", and a reasoning item sent without the 
 * :func:`function_call_output` / :func:`function_call_outputs`: the items answering calls, paired
   by ``call_id``, with the tool messages' rules (a call that is not ``ready`` never ran: it is
   answered with an error, never with a result).
-* :func:`validate_input`: the problems a server would answer with a 400 (rules ``R00``-``R09``,
-  listed in ``docs/history-rules.md``), for a stateless ``input`` or one that continues
-  ``previous_response_id``.
+
+The validator of these rules, ``validate_input`` (rules ``R00``-``R09``), is :mod:`._validate_input`.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 import pydantic
 
 from ..core import serialisable, valid_unicode
-from ..errors import CallNotReadyError
-from ._build import ToolCallLike, _call_facts, _error_text, _is_result, _result_text
+from ._build import ToolCallLike, _answer_text, _AnswerWords, _call_facts, _is_result
 from ._common import _MISSING, _plain
-from ._dialects import Dialect, get_dialect
-from ._validate import HistoryProblem
 
 if TYPE_CHECKING:
     # What the builders return, for type checkers: the SDK's input item type, so their items go
@@ -44,7 +39,6 @@ __all__ = [
     "function_call_output",
     "function_call_outputs",
     "response_items",
-    "validate_input",
 ]
 
 Item = dict[str, Any]
@@ -139,25 +133,14 @@ def function_call_output(
     :class:`~toolstitch.errors.CallNotReadyError`; answer it with
     ``function_call_output(call, error=call_error_text(call))``.
     """
-    call_id, name, status, _ = _facts(call)
-    if result is not _MISSING and error is not None:
-        raise TypeError("function_call_output() takes a result or error=, not both")
-    if isinstance(result, BaseException):
-        result, error = _MISSING, result
-    if result is _MISSING and error is None:
-        raise TypeError("function_call_output() needs a result, or error= for a call that failed")
-    if not isinstance(call_id, str) or not call_id:
-        raise ValueError(f"function call {name!r} has no call_id, so no output can answer it")
-    if error is None and status not in (None, "ready"):
-        raise CallNotReadyError(
-            f"function call {call_id!r} ({name!r}) is {status!r}, so it was not executed and has no "
-            "result; answer it with function_call_output(call, error=call_error_text(call))",
-            call=call,
-            status=str(status),
-        )
-    output = _error_text(error, call) if error is not None else _result_text(result)
+    facts = _facts(call)
+    output = _answer_text(call, facts, result, error, _OUTPUT_WORDS)
     kind = "custom_tool_call_output" if _is_custom(call) else "function_call_output"
-    return cast("InputItem", {"type": kind, "call_id": valid_unicode(call_id), "output": output})
+    return cast("InputItem", {"type": kind, "call_id": valid_unicode(facts[0]), "output": output})
+
+
+_OUTPUT_WORDS = _AnswerWords("function_call_output", "function call", "call_id", "output")
+"""How :func:`function_call_output` names itself, a call and its answer when it refuses one."""
 
 
 def _is_custom(call: Any) -> bool:
@@ -214,323 +197,3 @@ def _as_item(call: Any) -> Item:
     call_id, name, _, _ = _facts(call)
     kind = "custom_tool_call" if _is_custom(call) else "function_call"
     return {"type": kind, "call_id": call_id, "name": name}
-
-
-# ----------------------------------------------------------------------------- the validator
-
-_R01 = "No tool call found for function call output with call_id {id}."
-_R02 = "No tool output found for function call {id}."
-_R01_CUSTOM = "No tool call found for custom tool call output with call_id {id}."
-_R02_CUSTOM = "No tool output found for custom tool call {id}."
-_R05 = "Missing required parameter: 'input[{index}].{field}'."
-_R07 = "Item '{id}' of type 'reasoning' was provided without its required following item."
-_R08 = (
-    "Item '{id}' of type 'function_call' was provided without its required 'reasoning' item: '{reasoning}'."
-)
-_ITEM_TYPES = frozenset(
-    {
-        "message",
-        "function_call",
-        "function_call_output",
-        "reasoning",
-        "item_reference",
-        "file_search_call",
-        "web_search_call",
-        "computer_call",
-        "computer_call_output",
-        "image_generation_call",
-        "code_interpreter_call",
-        "local_shell_call",
-        "local_shell_call_output",
-        "shell_call",
-        "shell_call_output",
-        "apply_patch_call",
-        "apply_patch_call_output",
-        "mcp_list_tools",
-        "mcp_approval_request",
-        "mcp_approval_response",
-        "mcp_call",
-        "custom_tool_call",
-        "custom_tool_call_output",
-        "compaction",
-    }
-)
-#: Items a reasoning item may be followed by: what a model step produces after its reasoning.
-_PRODUCED = frozenset(_ITEM_TYPES - {"function_call_output", "item_reference", "reasoning"})
-
-
-def _problem(
-    index: int | None, rule: str, message: str, text: str | None = None, param: str | None = None
-) -> HistoryProblem:
-    full = f'{message}. OpenAI rejects it: "{text}"' if text else message
-    return HistoryProblem(index, rule, "error" if rule != "R06" else "warning", full, text, param)
-
-
-def _previous_items(previous: Any) -> list[Item]:
-    if previous is None:
-        return []
-    try:
-        return cast("list[Item]", response_items(previous))
-    except TypeError:
-        return []
-
-
-def _required_reasoning(items: list[Item]) -> dict[str, str]:
-    """Each ``function_call`` item id of a response, mapped to the id of the reasoning item it came
-    with (the last one before it in the output): what the call must be sent back beside (R08)."""
-    required: dict[str, str] = {}
-    last: str | None = None
-    for item in items:
-        kind, item_id = item.get("type"), item.get("id")
-        if kind == "reasoning":
-            last = item_id if isinstance(item_id, str) else None
-        elif kind in _CALLS and isinstance(item_id, str) and last is not None:
-            required[item_id] = last
-    return required
-
-
-#: Items that end a model's turn in ``input``: what the caller sends (R09 looks for a reasoning
-#: item in each turn that makes calls).
-_CALLER_ITEMS = frozenset(
-    {
-        "function_call_output",
-        "custom_tool_call_output",
-        "computer_call_output",
-        "local_shell_call_output",
-        "shell_call_output",
-        "apply_patch_call_output",
-        "mcp_approval_response",
-        "item_reference",
-    }
-)
-
-
-def validate_input(
-    input: Any,
-    *,
-    previous: Any = None,
-    previous_response_id: Any = None,
-    dialect: str | Dialect = "openai",
-) -> list[HistoryProblem]:
-    """The problems of a Responses request's ``input`` that a server would answer with a 400
-    (errors) or that are fragile (warnings); ``[]`` when it is valid. ``index`` is the item's
-    position in ``input``.
-
-    * ``R00`` ``input`` that is neither a string nor a list, or an item that is not an object;
-    * ``R01`` a ``function_call_output`` whose ``call_id`` no ``function_call`` before it made (nor
-      the previous response);
-    * ``R02`` a ``function_call`` (or a call of the previous response) no output answers;
-    * ``R03`` two outputs for one call; ``R04`` two calls with one ``call_id``;
-    * ``R05`` an item without what the server requires (``call_id``, ``name``, ``arguments``
-      text, ``output``) or of a type it does not know;
-    * ``R06`` (warning) ``arguments`` that are not a JSON object: local servers parse them;
-    * ``R07`` a ``reasoning`` item without the item it produced right after it;
-    * ``R08`` a ``function_call`` of ``previous`` sent back with its item ``id`` but without the
-      reasoning item it came with (OpenAI: "... was provided without its required 'reasoning'
-      item");
-    * ``R09`` (``dialect="deepseek"``) a turn that makes calls without a reasoning item before
-      them: DeepSeek's gateway wants one before every call of a turn, as its chat API wants
-      ``reasoning_content`` (H62).
-
-    A custom tool's ``custom_tool_call`` (its text in ``input``) and ``custom_tool_call_output``
-    are held to the rules of a ``function_call`` and its output (R01-R05, R08, R09; R06 does not
-    apply: the input is text), and an output of one type answering a call of the other is ``R01``
-    (the server pairs them by type too).
-
-    ``previous`` is the response ``previous_response_id`` names, or the one whose items this
-    input sends back (a ``Response``, a dict, or its output), when it is known: its calls must be
-    answered here, once (sending its calls back, statelessly, is not a repeat), and beside their
-    reasoning. When only
-    ``previous_response_id`` is given, an output for a call this input does not hold cannot be
-    judged, so ``R01`` is not reported for it. Never raises; linear in the size of ``input``.
-    """
-    if isinstance(input, str):
-        return []
-    if not isinstance(input, list | tuple):
-        return [
-            _problem(None, "R00", f"input is a {type(input).__name__}, not a string or a list", param="input")
-        ]
-    problems: list[HistoryProblem] = []
-    made: dict[str, int] = {}
-    made_kind: dict[str, str] = {}  # each call's item type: its output must be of the matching type
-    earlier_items = _previous_items(previous)
-    for earlier in earlier_items:
-        call_id = earlier.get("call_id")
-        if earlier.get("type") in _CALLS and isinstance(call_id, str):
-            made.setdefault(call_id, -1)
-            made_kind.setdefault(call_id, earlier["type"])
-    required = _required_reasoning(earlier_items)
-    deepseek = get_dialect(dialect).name == "deepseek"
-    reasoning_seen: set[Any] = set()  # ids of the reasoning items before the current item
-    turn_reasoned = False  # a reasoning item since the caller's last item (R09)
-    unknown_previous = previous is None and previous_response_id is not None
-    answered: dict[str, int] = {}
-    items: list[Any] = []
-    for entry in input:
-        try:
-            items.append(_plain(entry))
-        except Exception:
-            items.append(None)
-    for index, item in enumerate(items):
-        if not isinstance(item, Mapping):
-            problems.append(
-                _problem(index, "R00", f"input item {index} is not an object", param=f"input[{index}]")
-            )
-            continue
-        kind = item.get("type")
-        if kind is None and "role" in item:
-            kind = "message"
-        if kind not in _ITEM_TYPES:
-            problems.append(
-                _problem(
-                    index,
-                    "R05",
-                    f"input item {index} has type {kind!r}, which the server does not know",
-                    param=f"input[{index}].type",
-                )
-            )
-            continue
-        if kind == "reasoning":
-            reasoning_seen.add(item.get("id"))
-            turn_reasoned = True
-        elif kind in _CALLER_ITEMS or (kind == "message" and item.get("role") != "assistant"):
-            turn_reasoned = False
-        if kind in _CALLS:
-            item_id = item.get("id")
-            needed = required.get(item_id) if isinstance(item_id, str) else None
-            if needed is not None and needed not in reasoning_seen:
-                text = _R08.format(id=item_id, reasoning=needed)
-                what = f"{kind} item {index} is sent back without its reasoning item {needed!r}"
-                problems.append(_problem(index, "R08", what, text, "input"))
-            if deepseek and not turn_reasoned:
-                what = f"{kind} item {index} has no reasoning item before it in its turn (DeepSeek)"
-                problems.append(_problem(index, "R09", what, param="input"))
-            call_id = item.get("call_id")
-            for field, ok in (
-                ("call_id", isinstance(call_id, str) and bool(call_id)),
-                ("name", isinstance(item.get("name"), str) and bool(item.get("name"))),
-                (_CALLS[kind], isinstance(item.get(_CALLS[kind]), str)),
-            ):
-                if not ok:
-                    text = _R05.format(index=index, field=field)
-                    problems.append(
-                        _problem(
-                            index,
-                            "R05",
-                            f"{kind} item {index} has no usable {field}",
-                            text,
-                            f"input[{index}].{field}",
-                        )
-                    )
-            if not (isinstance(call_id, str) and call_id):
-                continue
-            if made.get(call_id) == -1:
-                made[call_id] = index  # the previous response's call, sent back: its own item now
-                made_kind[call_id] = kind
-            elif call_id in made:
-                problems.append(
-                    _problem(
-                        index,
-                        "R04",
-                        f"{kind} item {index} repeats call_id {call_id!r} of item {made[call_id]}",
-                        param=f"input[{index}].call_id",
-                    )
-                )
-                continue
-            else:
-                made[call_id] = index
-                made_kind[call_id] = kind
-            arguments = item.get("arguments")
-            if kind == "function_call" and isinstance(arguments, str) and not _is_json_object(arguments):
-                problems.append(
-                    _problem(
-                        index,
-                        "R06",
-                        f"the arguments of function_call item {index} are not a JSON object",
-                        param=f"input[{index}].arguments",
-                    )
-                )
-        elif kind in _OUTPUTS:
-            call_id = item.get("call_id")
-            if not (isinstance(call_id, str) and call_id):
-                text = _R05.format(index=index, field="call_id")
-                problems.append(
-                    _problem(
-                        index,
-                        "R05",
-                        f"{kind} item {index} has no call_id",
-                        text,
-                        f"input[{index}].call_id",
-                    )
-                )
-                continue
-            output = item.get("output")
-            if not isinstance(output, str | list):
-                text = _R05.format(index=index, field="output")
-                problems.append(
-                    _problem(
-                        index,
-                        "R05",
-                        f"{kind} item {index} has no output text",
-                        text,
-                        f"input[{index}].output",
-                    )
-                )
-            if call_id in answered:
-                problems.append(
-                    _problem(
-                        index,
-                        "R03",
-                        f"{kind} item {index} answers call {call_id!r} again (item {answered[call_id]} did)",
-                        param=f"input[{index}].call_id",
-                    )
-                )
-                continue
-            if call_id not in made and not unknown_previous:
-                text = (_R01 if kind == "function_call_output" else _R01_CUSTOM).format(id=call_id)
-                what = f"{kind} item {index} answers no call made before it"
-                problems.append(_problem(index, "R01", what, text, "input"))
-                continue
-            if call_id in made_kind and made_kind[call_id] != _OUTPUTS[kind]:
-                # A custom tool's call answered as a function's, or the reverse: the server pairs a
-                # call with an output of its own type only.
-                text = (_R01 if kind == "function_call_output" else _R01_CUSTOM).format(id=call_id)
-                what = f"{kind} item {index} answers call {call_id!r}, a {made_kind[call_id]}"
-                problems.append(_problem(index, "R01", what, text, "input"))
-                continue
-            answered[call_id] = index
-        elif kind == "reasoning":
-            following = items[index + 1] if index + 1 < len(items) else None
-            next_kind = following.get("type") if isinstance(following, Mapping) else None
-            if next_kind is None and isinstance(following, Mapping) and "role" in following:
-                next_kind = "message"
-            if next_kind not in _PRODUCED:
-                text = _R07.format(id=item.get("id"))
-                problems.append(
-                    _problem(
-                        index,
-                        "R07",
-                        f"reasoning item {index} is not followed by the item it produced",
-                        text,
-                        "input",
-                    )
-                )
-    for call_id, index in made.items():
-        if call_id not in answered:
-            custom = made_kind.get(call_id) == "custom_tool_call"
-            text = (_R02_CUSTOM if custom else _R02).format(id=call_id)
-            where = index if index >= 0 else None
-            what = f"function call {call_id!r}" + (
-                f" (item {index})" if index >= 0 else " of the previous response"
-            )
-            answer = "custom_tool_call_output" if custom else "function_call_output"
-            problems.append(_problem(where, "R02", f"{what} has no {answer}", text, "input"))
-    problems.sort(key=lambda p: (p.index is None, p.index if p.index is not None else 0))
-    return problems
-
-
-def _is_json_object(text: str) -> bool:
-    try:
-        return isinstance(json.loads(text), dict)
-    except (ValueError, RecursionError):
-        return False
