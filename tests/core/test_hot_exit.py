@@ -1,13 +1,14 @@
 """The hot exits are shortcuts, nothing more: a stream read with them is read exactly as without.
 
-The reader hands a plain continuation of a begun call to the owner (``CallOwner.fragment``) from
-two places: a chunk whose one choice is nothing but that fragment (``_read._continues``), and a
-fragment the router found an open call for (the exit in ``read_fragment``). With no call ever
-``begun``, every fragment goes the long way, through the router to the same entrance; that reading
-is the reference. The same SDK chunk objects, read both ways, must give the same events, calls,
-anomalies and final completion: streams built to reach the exits (continuations at open, sealed
-and unknown indexes, beside a role, content, a finish, unknown fields, several entries, text with
-escapes, non-ASCII and lone surrogates, limits
+The reader hands a plain continuation to the owner (``CallOwner.fragment``) from two places: a
+chunk whose one choice is nothing but that fragment (in ``Accumulator._read``), and a fragment the
+router found a call for (the exit in ``Accumulator._read_fragment``), each only while no call of
+the choice is watched for cumulative resends. With every choice watched, every fragment goes the
+long way, through the router to the same entrance; that reading is the reference. The same SDK
+chunk objects, read both ways, must give the same events, calls, anomalies and final completion:
+streams built to reach the exits (continuations at open, sealed and unknown indexes, beside a
+role, content, a finish, unknown fields, several entries, text with escapes, non-ASCII and lone
+surrogates, limits
 reached on the way) and every stream of the provider corpus.
 """
 
@@ -25,7 +26,7 @@ from openai.types.chat import ChatCompletionChunk
 import toolstitch as ts
 from tests.conftest import examples
 from tests.corpus import CORPUS
-from toolstitch.core._call import ToolCall
+from toolstitch.core._route import CallTable
 
 SCHEMA = {
     "type": "object",
@@ -139,13 +140,27 @@ def _event(event: Any) -> tuple[Any, ...]:
     return (type(event).__name__, where, getattr(event, "text", None), repr(getattr(event, "error", None)))
 
 
+_INIT = CallTable.__init__
+
+
+def _watched_init(self: CallTable) -> None:
+    _INIT(self)
+    self.chains = _Watched()
+
+
+class _Watched(dict):  # type: ignore[type-arg]
+    """A table's chains that always claim one more: every continuation of the choice is routed."""
+
+    def __bool__(self) -> bool:
+        return True
+
+
 def _both(chunks: list[Any], limits: ts.Limits, monkeypatch: pytest.MonkeyPatch) -> None:
     for events in (True, False):
         hot = _read(chunks, limits, events)
         with monkeypatch.context() as m:
-            # No call is ever ``begun`` for the exits: every fragment goes the long way (the
-            # router, then the owner's same entrance).
-            m.setattr(ToolCall, "begun", property(lambda self: False))
+            # A chain that never ends in every table: no choice takes a shortcut.
+            m.setattr(CallTable, "__init__", _watched_init)
             reference = _read(chunks, limits, events)
         assert hot == reference
 

@@ -1,4 +1,4 @@
-"""``core._read`` and ``core._values``: the one reader, observed through the accumulator it writes."""
+"""``core._accumulator``'s reader and ``core._values``: the one reader, observed through what it writes."""
 
 from __future__ import annotations
 
@@ -252,7 +252,7 @@ def test_a_choice_index_sent_as_an_integral_float_is_that_choice() -> None:
 
 
 def test_an_entry_that_cannot_be_read_refuses_its_choice_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    from toolstitch.core import _read
+    from toolstitch.core import _accumulator as _read
 
     real = _read.clean_str
 

@@ -54,7 +54,7 @@ class Router:
             return None
         opening = call is None
         if call is None:
-            call = open_call(self.table, self.owner, 0, index, 0.0)
+            call = open_call(self.table, self.owner, 0, index, 0.0, True)
         text, whole = None, False
         if f.arguments:
             text, whole = argument_text(

@@ -32,29 +32,52 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import asdict
-from operator import itemgetter
+from functools import partial
+from operator import is_not, itemgetter
 from typing import Any, Literal
 
 from openai.types.chat import ChatCompletion
+from openai.types.chat import ChatCompletionChunk as _SdkChunk
+from openai.types.chat.chat_completion_chunk import Choice as _SdkChoice
+from openai.types.chat.chat_completion_chunk import ChoiceDelta as _SdkDelta
+from openai.types.chat.chat_completion_chunk import ChoiceDeltaToolCall as _SdkEntry
+from openai.types.chat.chat_completion_chunk import ChoiceDeltaToolCallFunction as _SdkFunction
 from pydantic import BaseModel, ValidationError
 
-from ..errors import IncompleteStreamError
+from ..errors import InBandError, IncompleteStreamError, MalformedArguments
 from ._anomaly import Anomaly, AnomalyCode
-from ._call import CUSTOM, ToolCall, push, text_size
+from ._call import CUSTOM, Identity, ToolCall, push, text_size
 from ._events import (
     ChoiceFinished,
     Event,
     ReasoningDelta,
+    RefusalDelta,
     ToolCallIncomplete,
     content_delta,
 )
 from ._limits import Limits
-from ._read import ChoiceState, read_chunk, read_fragment
 from ._recover import TextToolCallRecovery
+from ._route import FURTHER, NEW_ID, SKIP, argument_text, resolve_call
 from ._seal import CallChecks
 from ._serialisable import serialisable
-from ._store import CallStore, StreamMetrics, fault_note, ordered
-from ._values import MAX_LABEL, REASONING_FIELDS, opt_int, opt_str, show
+from ._store import CallStore, ChoiceState, StreamMetrics, fault_note, ordered
+from ._values import (
+    CHUNK_KEYS,
+    DELTA_KEYS,
+    FUNCTION_KEYS,
+    MAX_INDEX,
+    MAX_LABEL,
+    REASONING_FIELDS,
+    TOOL_CALL_KEYS,
+    Shape,
+    clean_str,
+    json_text,
+    opt_int,
+    opt_str,
+    read_index,
+    read_object,
+    show,
+)
 
 __all__ = ["Accumulator", "StreamMetrics"]
 
@@ -136,10 +159,6 @@ class Accumulator(CallStore):
         """Those fields of a chunk as one tuple, in one C call (None once all are kept): a chunk is
         read for its envelope only when one of them is not null."""
 
-    _read = read_chunk  # type: ignore[assignment]  # the reader takes the chat accumulator
-    """Read one chunk: the one reader of chunks (``_read.py``), called as a method (no frame of
-    its own)."""
-
     @property
     def usage(self) -> Any:
         """The last usage seen (providers that send cumulative usage end with the total)."""
@@ -159,6 +178,445 @@ class Accumulator(CallStore):
         if self._offers_none:
             options["tools_offered"] = "none"
         return options
+
+    # -- reading: the one reader of chunks ---------------------------------------------------
+
+    def _read(self, chunk: Any, events: list[Event], want: bool) -> None:
+        """Read one chunk; what happened is appended to ``events``.
+
+        The envelope, then, when the chunk is the SDK's own piece of nothing but one plain
+        continuation of a call (an index and argument text, no ``{``), its text goes to the owner at
+        once; any other chunk is read choice by choice (:meth:`_read_choices`). Raises
+        :class:`InBandError` for a chunk carrying an ``error`` (the accumulator ends the input with
+        it); every other problem is recorded, and refuses what it may have touched.
+
+        The continuation makes no decision of its own (what the text does to the call, in any
+        state, is the owner's; a choice whose calls are still watched for cumulative resends, as
+        each is until its second text, takes the long way): each test only checks that the piece asks
+        none of the questions the full reading answers (an unknown field, a finish, logprobs,
+        content, a role, a refusal, an id, a name, a type, a text that may open a new JSON value:
+        ``_route.resolve_call``), and the owner decides what the text does to the call, as for
+        every fragment (``tests/core/test_hot_exit.py`` holds it to the long way). Most chunks of a
+        stream are this piece; it is read in this one frame, from each object's ``__dict__``,
+        because that is what keeps a chunk cheap (rule 7).
+        """
+        unknown: dict[str, Any] | None = None
+        if type(chunk) is _SdkChunk and not chunk.__pydantic_extra__:
+            fields = chunk.__dict__
+            try:
+                usage, choices = _TAKE_CHUNK(fields)
+            except KeyError:  # a declared field missing from __dict__ (model_construct)
+                fields, unknown, (usage, choices) = read_object(chunk, _CHUNK)  # type: ignore[misc]
+        else:
+            read = read_object(chunk, _CHUNK)
+            if read is None:
+                # Whatever it carried cannot be told: any open call may have lost a fragment (rule 9).
+                self._damaged(None, f"a chunk must be an object, got {type(chunk).__name__}", chunk, events)
+                return
+            fields, unknown, (usage, choices) = read
+        if unknown is not None:
+            error = unknown.get("error")
+            if error:
+                # Like the SDK (``openai._streaming``): any truthy ``error`` is a failure, object or string.
+                raise InBandError(error)
+            self._take_chunk_fields(unknown, events)
+        probe = self._envelope_probe  # the envelope fields not kept yet (None, once all are)
+        if probe is not None:
+            try:
+                news = any(map(_NOT_NONE, probe(fields)))  # identity only: no value's __eq__ runs
+            except KeyError:  # a dict, or a model built without them: asked one by one
+                news = any(fields.get(key) is not None for key in self._envelope_unset)
+            if news:
+                self._take_envelope(fields)
+        if usage is not None:
+            self._take_usage(usage, events)
+        if type(choices) is not list or not choices:
+            if choices is not None and type(choices) is not list:
+                # What else the chunk carried cannot be told: any open call may have lost a fragment.
+                self._damaged(None, "choices is not a list", choices, events)
+            elif usage is None:
+                self._record(
+                    Anomaly(AnomalyCode.EMPTY_CHOICES, "a chunk had no choices and no usage", raw=chunk),
+                    None,
+                    events,
+                )
+            return
+        raw = choices[0]
+        if len(choices) != 1 or type(raw) is not _SdkChoice or raw.__pydantic_extra__:
+            return self._read_choices(choices, events, want)
+        try:
+            index, delta, finish, logprobs = _TAKE_CHOICE(raw.__dict__)
+        except KeyError:
+            return self._read_choices(choices, events, want)
+        if finish is not None or logprobs is not None or type(index) is not int:
+            return self._read_choices(choices, events, want)
+        if type(delta) is not _SdkDelta or delta.__pydantic_extra__:
+            return self._read_choices(choices, events, want)
+        try:
+            tool_calls, content, role, refusal, function_call = _TAKE_DELTA(delta.__dict__)
+        except KeyError:
+            return self._read_choices(choices, events, want)
+        if content is not None or role is not None or refusal is not None or function_call is not None:
+            return self._read_choices(choices, events, want)
+        state = self._choices.get(index)
+        if state is None or type(tool_calls) is not list or len(tool_calls) != 1:
+            return self._read_choices(choices, events, want)
+        entry = tool_calls[0]
+        if type(entry) is not _SdkEntry or entry.__pydantic_extra__:
+            return self._read_choices(choices, events, want)
+        try:
+            position, fid, ftype, function = _TAKE_ENTRY(entry.__dict__)
+        except KeyError:
+            return self._read_choices(choices, events, want)
+        if (
+            fid is not None
+            or ftype is not None
+            or type(function) is not _SdkFunction
+            or function.__pydantic_extra__
+        ):
+            return self._read_choices(choices, events, want)
+        try:
+            name, arguments = _TAKE_FUNCTION(function.__dict__)
+        except KeyError:
+            return self._read_choices(choices, events, want)
+        if name is not None or type(arguments) is not str or not arguments or "{" in arguments:
+            return self._read_choices(choices, events, want)
+        table = state.table
+        call = table.by_index.get(position) if type(position) is int else None
+        if call is None or table.chains or table.custom:
+            return self._read_choices(choices, events, want)
+        self._touched = call
+        owner = self._owner
+        try:
+            owner.fragment(call, (arguments, entry, want), events)
+        except Exception as exc:
+            self._fragment_fault(state, exc, entry, events)
+            return None
+        if owner.notes:  # a limit it reached
+            for note in owner.take_notes():
+                self._record(note, call, events)
+        return None
+
+    def _read_choices(self, choices: list[Any], events: list[Event], want: bool) -> None:
+        """Each choice of a chunk: its delta (role, content, refusal, unknown fields, tool-call
+        entries), logprobs and finish_reason. A failure refuses the calls of the choice it was
+        reading, and the next choice is still read (rule 9)."""
+        seen: set[int] | None = set() if len(choices) > 1 else None
+        for raw in choices:
+            read = _read_sdk(raw, _SdkChoice, _CHOICE)
+            if read is None:
+                self._damaged(None, "a choice is not an object", raw, events)
+                continue
+            index, delta, finish, logprobs = read[1]
+            if type(index) is not int or index < 0 or index >= MAX_INDEX:
+                index = self._choice_index(index, raw, events)
+                if index is None:
+                    continue
+            if seen is not None:
+                if index in seen:
+                    # Two pieces of one chunk (or two choices of one completion) claim the same choice:
+                    # which text belongs to which cannot be told, so none of that choice's calls runs.
+                    self._duplicate_choice(index, raw, events)
+                    continue
+                seen.add(index)
+            state = self._choices.get(index)
+            if state is None:
+                state = self._open_choice(index, events)
+                if state is None:
+                    continue
+            sealing: list[ToolCall] | None = None
+            try:
+                if delta is not None:
+                    read = _read_sdk(delta, _SdkDelta, _DELTA)
+                    if read is None:
+                        self._damaged(state, "delta is not an object", delta, events)
+                    else:
+                        rest, (tool_calls, content, role, refusal, function_call) = read
+                        if content is not None:
+                            if type(content) is str:
+                                if content:
+                                    self._take_content(state, content, events, want)
+                            else:
+                                self._skipped(state, "content", content, events)
+                        if rest is not None or role is not None or refusal is not None:
+                            self._read_delta_rest(state, role, refusal, rest, events)
+                        if tool_calls:
+                            if type(tool_calls) is list:
+                                for entry in tool_calls:
+                                    if entry is not None:
+                                        self._touched = None
+                                        try:
+                                            self._read_fragment(state, entry, events, want)
+                                        except Exception as exc:
+                                            self._fragment_fault(state, exc, entry, events)
+                            else:
+                                self._damaged(state, "tool_calls is not a list", tool_calls, events)
+                        elif function_call is not None:
+                            self._read_legacy(state, function_call, events, want)
+                if logprobs is not None:
+                    self._take_logprobs(state, logprobs, events)
+                if finish is not None:
+                    reason = self._finish_reason(state, finish, events)
+                    if reason is not None:
+                        # The calls this finish may seal: if sealing fails, none of them may stay ready.
+                        sealing = [c for c in state.table.calls if c.status == "open"]
+                        self._finish(state, reason, events)
+            except Exception as exc:
+                self._fault(state, exc, sealing, events)
+
+    def _read_delta_rest(
+        self,
+        state: ChoiceState,
+        role: Any,
+        refusal: Any,
+        unknown: dict[str, Any] | None,
+        events: list[Event],
+    ) -> None:
+        """The rarer parts of a delta: role, refusal, unknown fields (reasoning text, Q29)."""
+        if role is not None:
+            self._take_role(state, role, events)
+        if refusal is not None:
+            if type(refusal) is str:
+                if refusal:
+                    if self._charge(text_size(refusal), "refusal text", state.index, events):
+                        push(state.refusal, refusal)
+                    events.append(RefusalDelta(state.index, refusal))
+            else:
+                self._skipped(state, "refusal", refusal, events)
+        if unknown is not None:
+            self._take_delta_fields(state, unknown, events)
+
+    def _choice_index(self, value: Any, raw: Any, events: list[Event]) -> int | None:
+        """The choice index of a piece whose ``index`` is not a plain integer, or None (dropped).
+
+        Read like a call's index (``"1"``, ``1.0``: noted). Missing or unusable, it can only be
+        guessed as 0, and only while the stream has no other choice; the guess is remembered
+        (``ChoiceState.guessed``): if another choice turns up, choice 0's calls are refused, since
+        some of its fragments may have been another choice's. With several choices, a piece that names
+        none is dropped and every open call refused.
+        """
+        if value is not None:
+            index, note = read_index(value)
+            if index is not None:
+                self._record(
+                    Anomaly(AnomalyCode.NON_INTEGER_INDEX, f"choice {note}", index, raw=raw), None, events
+                )
+                return index
+        if any(i != 0 for i in self._choices):
+            self._damaged(None, f"a choice piece with index {show(value)} among several choices", raw, events)
+            return None
+        self._record(
+            Anomaly(AnomalyCode.MALFORMED_CHUNK, f"choice index {show(value)} read as 0", 0, raw=raw),
+            None,
+            events,
+        )
+        state = self._choices.get(0)
+        if state is None:
+            state = self._open_choice(0, events)
+        if state is not None:
+            state.guessed = True
+        return 0
+
+    def _finish_reason(self, state: ChoiceState, value: Any, events: list[Event]) -> str | None:
+        if type(value) is str and 0 < len(value) <= MAX_LABEL:
+            return value
+        if value == "":
+            note = Anomaly(
+                AnomalyCode.FINISH_REASON_EMPTY, 'finish_reason was ""; read as not finished', state.index
+            )
+        else:
+            note = Anomaly(
+                AnomalyCode.MALFORMED_CHUNK,
+                f"finish_reason was {show(value)}; read as not finished",
+                state.index,
+                raw=value,
+            )
+        self._record(note, None, events)
+        return None
+
+    def _skipped(self, state: ChoiceState, what: str, value: Any, events: list[Event]) -> None:
+        self._record(
+            Anomaly(
+                AnomalyCode.MALFORMED_CHUNK,
+                f"{what} was a {type(value).__name__}; skipped",
+                state.index,
+                raw=value,
+            ),
+            None,
+            events,
+        )
+
+    def _read_fragment(
+        self, state: ChoiceState, entry: Any, events: list[Event], want: bool
+    ) -> ToolCall | None:
+        """One ``delta.tool_calls`` entry: clean its values, find its call, write what it carries.
+        Returns the call it reached (None when it opened none).
+
+        One path, with an early exit: a plain continuation (an index and argument text, nothing
+        else, that the router finds an open call for; one in a chunk that carries nothing else was
+        handed over before, by :meth:`_read`) of a choice with no call watched for resends is handed to the
+        owner (:meth:`~._call.CallOwner.fragment`) as soon as it is routed; every other fragment goes
+        on through the lines below it, to the same entrance.
+        """
+        read = _read_sdk(entry, _SdkEntry, _ENTRY)
+        if read is None:
+            self._damaged(state, "a tool call entry is not an object", entry, events)
+            return None
+        extra, (index, fid, ftype, function) = read
+        notes: list[Anomaly] = []
+        unreadable: str | None = None
+        name = arguments = None
+        replace = False
+        if function is not None:
+            fextra: dict[str, Any] | None = None
+            read = _read_sdk(function, _SdkFunction, _FUNCTION)
+            if read is None:
+                notes.append(Anomaly(AnomalyCode.MALFORMED_CHUNK, "function is not an object", raw=entry))
+                unreadable = "its function is not an object"
+            else:
+                fextra, (name, arguments) = read
+            if name is not None:
+                name, why = clean_str(name, "name", notes, entry)
+                unreadable = unreadable or why
+            if arguments is not None and type(arguments) is not str:
+                arguments, replace, why = _odd_arguments(arguments, self.limits.max_depth, notes, entry)
+                unreadable = unreadable or why
+            if fextra is not None:
+                extra = {**extra, "function": fextra} if extra else {"function": fextra}
+        custom = extra.get("custom") if extra is not None else None
+        if custom is not None and extra is not None:
+            # A custom tool's call, in the shape the API defines for it: its name and its input (text,
+            # not JSON) sit in ``custom``. Read into the same call as a function's would be; the
+            # input is never routed or resent as JSON (``argument_text``), and the type decides at seal
+            # which rules the call is held to, so a shape that disagrees with its type is refused below.
+            extra = {k: v for k, v in extra.items() if k != "custom"} or None
+            if function is not None:
+                notes.append(
+                    Anomaly(AnomalyCode.MALFORMED_CHUNK, "it carries both function and custom", raw=entry)
+                )
+                unreadable = unreadable or "it carries both a function and a custom tool's part"
+            else:
+                name, arguments, cextra, why = _custom_part(custom, notes, entry)
+                unreadable = unreadable or why
+                if cextra is not None:
+                    extra = {**extra, "custom": cextra} if extra else {"custom": cextra}
+            state.table.custom = True
+        elif ftype == CUSTOM:
+            state.table.custom = True
+        if index is not None and (type(index) is not int or index < 0 or index >= MAX_INDEX):
+            index, why = read_index(index)
+            if why is not None:
+                notes.append(Anomaly(AnomalyCode.NON_INTEGER_INDEX, why, raw=entry))
+        if fid is not None:
+            fid, why = clean_str(fid, "id", notes, entry)
+            unreadable = unreadable or why
+        if ftype is not None and (type(ftype) is not str or len(ftype) > MAX_LABEL):
+            notes.append(Anomaly(AnomalyCode.MALFORMED_CHUNK, f"type was {show(ftype)}", raw=entry))
+            ftype = None
+            unreadable = "its type could not be read"
+        table = state.table
+        plain = extra is None and unreadable is None
+        # A custom tool's input is text, not JSON: it is routed by index, id and name alone.
+        routed = arguments if custom is None else None
+        empty = plain and not (custom is not None and arguments)
+        call, index, flags = resolve_call(table, index, fid, name, routed, empty, state.index, entry, notes)
+        owner = self._owner
+        if (
+            call is not None
+            and plain
+            and arguments
+            and fid is None
+            and name is None
+            and ftype is None
+            and not flags
+            and not notes
+            and not replace
+            and not table.chains
+            and not table.custom
+        ):
+            # A plain continuation, with no call of the choice watched for resends (every call's
+            # first text is): nothing more to route.
+            self._touched = call
+            owner.fragment(call, (arguments, entry, want), events)
+            if owner.notes:  # a limit it reached
+                for note in owner.take_notes():
+                    self._record(note, call, events)
+            return call
+        if index == SKIP:
+            for note in notes:
+                self._record(note, None, events)
+            return None
+        opening = call is None
+        if call is None:
+            call = self._open_call(state, index, entry, notes, events)
+            if call is None:
+                return None
+        self._touched = call
+        if extra is not None and not self._keep(extra, "a tool call's unknown fields", state.index, events):
+            extra = None
+        kind = ftype if ftype and ftype != "null" else call.type
+        if custom is not None and kind is None:
+            ftype = kind = CUSTOM  # no type stated: its shape says what it is
+        clash = _type_clash(kind, call.type, ftype, custom is not None, function is not None)
+        if clash is not None:
+            notes.append(Anomaly(AnomalyCode.MALFORMED_CHUNK, clash, raw=entry))
+        text: str | None = None
+        replace_all = False
+        if arguments:
+            # The text to add: as sent, unless a cumulative resend, a replacement, a further value or
+            # a sealed call makes it something else (``_route.argument_text``). A custom tool's input
+            # is appended as it came (it is no JSON whose resends could be told).
+            further = bool(flags & FURTHER) or custom is not None
+            text, replace_all = argument_text(table, call, arguments, replace, further, entry, notes)
+        taint = None
+        if unreadable is not None:
+            taint = MalformedArguments(
+                f"a fragment of this call could not be read ({unreadable}): the call may not be what "
+                "the provider sent, so it is refused",
+                raw=call.arguments,
+            )
+        elif clash is not None:
+            taint = MalformedArguments(
+                f"{clash}: a custom tool's input is held to its format and a function's arguments to "
+                "its schema, and this call cannot be told to be either, so it is refused",
+                raw=call.arguments,
+            )
+        elif flags & FURTHER:
+            taint = MalformedArguments(
+                "a further JSON value arrived for this call after its arguments were complete, with "
+                "no new id and no name: the call holds the concatenated text and is refused, since the "
+                "later value contradicts the first and neither can be trusted alone",
+                raw=call.arguments,
+            )
+        if fid is not None or name is not None or ftype is not None or extra is not None or opening:
+            identity = Identity(fid, name, ftype, extra, bool(flags & NEW_ID), entry)
+            owner.identify(call, identity, events, opening)
+        if taint is not None:
+            owner.taint(call, taint)
+        if replace_all:
+            owner.resend(call, (text or "", entry, want), events)
+        else:
+            owner.fragment(call, (text or "", entry, want), events)
+        if fid is not None and call.id == fid:
+            table.by_id.setdefault(fid, call)
+        if owner.notes:
+            notes.extend(owner.take_notes())
+        for note in notes:
+            self._record(note, call, events)
+        return call
+
+    def _read_legacy(self, state: ChoiceState, fc: Any, events: list[Event], want: bool) -> None:
+        """A legacy ``delta.function_call`` piece, read as the entry of tool call 0 (its id will be
+        synthesized), through the same lines as any entry."""
+        if read_object(fc, _FUNCTION) is None:
+            self._damaged(state, "function_call is not an object", fc, events)
+            return
+        entry = {"index": 0, "type": "function", "function": fc}
+        call = self._read_fragment(state, entry, events, want)
+        note = Anomaly(
+            AnomalyCode.LEGACY_FUNCTION_CALL, "legacy delta.function_call read as a tool call", state.index
+        )
+        self._record(note, call, events)
 
     # -- feeding -----------------------------------------------------------------------------
 
@@ -356,7 +814,7 @@ class Accumulator(CallStore):
         if entries:
             state.content = [rest] if rest else []
             for entry, note in entries:
-                call = read_fragment(self, state, entry, events, True)
+                call = self._read_fragment(state, entry, events, True)
                 self._record(note, call, events)
 
     def _end(self, error: BaseException | None, closed: bool, t: float, events: list[Event]) -> None:
@@ -506,6 +964,105 @@ class Accumulator(CallStore):
             "finish_reason": state.finish_reason,
             "logprobs": logprobs,
         }
+
+
+_NOT_NONE = partial(is_not, None)
+_CHUNK = Shape(CHUNK_KEYS, ("usage", "choices"))
+_CHOICE = Shape(
+    frozenset({"index", "delta", "finish_reason", "logprobs"}),
+    ("index", "delta", "finish_reason", "logprobs"),
+)
+_DELTA = Shape(DELTA_KEYS, ("tool_calls", "content", "role", "refusal", "function_call"))
+_ENTRY = Shape(TOOL_CALL_KEYS, ("index", "id", "type", "function"))
+_FUNCTION = Shape(FUNCTION_KEYS, ("name", "arguments"))
+# Each shape's ``take`` as a name of its own: the chunk reader calls them once per chunk.
+_TAKE_CHUNK, _TAKE_CHOICE, _TAKE_DELTA = _CHUNK.take, _CHOICE.take, _DELTA.take
+_TAKE_ENTRY, _TAKE_FUNCTION = _ENTRY.take, _FUNCTION.take
+_CUSTOM = Shape(frozenset({"name", "input"}), ("name", "input"))
+"""A custom tool's call part (``{"type": "custom", "custom": {"name": ..., "input": ...}}``): the
+SDK's stream types declare only ``function``, so it arrives among an entry's unknown fields."""
+
+
+def _read_sdk(value: Any, sdk: type[Any], shape: Shape) -> tuple[dict[str, Any] | None, Any] | None:
+    """``(unknown fields, values)`` of one object of a chunk, or None when it is not an object:
+    the values straight from ``__dict__`` when it is the SDK's own class with nothing extra (where
+    pydantic keeps every declared field, which is what :func:`~._values.read_object` would return
+    for it, without the call), else through ``read_object``. Either way the values then meet the
+    same decisions. (The chunk itself, and the one plain continuation, are read in
+    :meth:`Accumulator._read`'s own frame.)"""
+    if type(value) is sdk and not value.__pydantic_extra__:
+        try:
+            return None, shape.take(value.__dict__)
+        except KeyError:  # a declared field missing from __dict__ (model_construct)
+            pass
+    read = read_object(value, shape)
+    return None if read is None else (read[1], read[2])
+
+
+def _custom_part(
+    value: Any, notes: list[Anomaly], raw: Any
+) -> tuple[Any, Any, dict[str, Any] | None, str | None]:
+    """``(name, input, unknown fields, unreadable)`` of an entry's ``custom`` part: its values
+    cleaned like a function's; an input that is not text cannot be read (the call is refused)."""
+    read = read_object(value, _CUSTOM)
+    if read is None:
+        notes.append(Anomaly(AnomalyCode.MALFORMED_CHUNK, "custom is not an object", raw=raw))
+        return None, None, None, "its custom part is not an object"
+    _, unknown, (name, text) = read
+    why = None
+    if name is not None:
+        name, why = clean_str(name, "name", notes, raw)
+    if text is not None and type(text) is not str:
+        notes.append(
+            Anomaly(
+                AnomalyCode.ARGUMENTS_NOT_STRING,
+                f"a custom tool's input was a {type(text).__name__}; the call is refused",
+                raw=raw,
+            )
+        )
+        return name, None, unknown, why or f"its input was a {type(text).__name__}, not text"
+    return name, text, unknown, why
+
+
+def _type_clash(
+    kind: str | None, was: str | None, ftype: str | None, custom: bool, function: bool
+) -> str | None:
+    """Why a fragment's wire shape disagrees with the call's type, else None: ``custom`` under
+    any type but ``"custom"``, ``function`` under ``"custom"``, or a type that changes between the
+    two. The type decides which checks the seal applies (a format or a schema), so a call whose
+    shape and type differ could pass the checks of the one it is not."""
+    if custom and kind != CUSTOM:
+        return f"its type is {show(kind)}, yet it carries a custom tool's input"
+    if function and kind == CUSTOM:
+        return "its type is 'custom', yet it carries function arguments"
+    if ftype and ftype != "null" and was is not None and (ftype == CUSTOM) != (was == CUSTOM):
+        return f"its type changed from {show(was)} to {show(ftype)}"
+    return None
+
+
+def _odd_arguments(
+    value: Any, max_depth: int, notes: list[Anomaly], raw: Any
+) -> tuple[str | None, bool, str | None]:
+    """``arguments`` that is not a string: ``(text, replaces, unreadable)``.
+
+    A JSON object or array is the whole argument text sent as a value (Q18): serialised once and
+    read as replacing the text so far (noted). Anything else (a number, a bool, a ``str`` subclass,
+    a value JSON cannot hold) cannot be read: the call is refused.
+    """
+    if type(value) is dict or type(value) is list:
+        notes.append(Anomaly(AnomalyCode.ARGUMENTS_OBJECT, "arguments arrived as a JSON value", raw=raw))
+        text, error = json_text(value, max_depth)
+        if text is None:
+            return None, False, f"arguments arrived as an object that is not JSON: {error}"
+        return text, True, None
+    notes.append(
+        Anomaly(
+            AnomalyCode.ARGUMENTS_NOT_STRING,
+            f"arguments was a {type(value).__name__}; the call is refused",
+            raw=raw,
+        )
+    )
+    return None, False, f"its arguments were a {type(value).__name__}, not text"
 
 
 def _call_data(call: ToolCall, full: bool = True) -> dict[str, Any]:

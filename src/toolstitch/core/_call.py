@@ -368,12 +368,6 @@ class ToolCall(JSONForm):
         return self._chars
 
     @property
-    def begun(self) -> bool:
-        """True while the call is open and its text has begun: a plain continuation of it asks the
-        router nothing (the readers' hot exits hand it to :meth:`CallOwner.fragment` at once)."""
-        return self._chars > 0 and self._status == "open"
-
-    @property
     def arguments(self) -> str:
         """The argument text as received, joined once and cached."""
         joined = self._joined
@@ -855,7 +849,8 @@ def _append(owner: CallOwner, call: ToolCall, fragment: Fragment, events: list[E
         return _exceed(owner, call, "max_stream_bytes", owner.limits.max_stream_bytes, text)
     owner.bytes_left = left
     metrics.bytes += size
-    if metrics.first_argument_at is None:
+    chars = call._chars
+    if not chars and metrics.first_argument_at is None:  # (set once the text has begun)
         metrics.first_argument_at = call._clock()
     bytes_left = call._bytes_left - size
     call._bytes_left = bytes_left
@@ -869,7 +864,6 @@ def _append(owner: CallOwner, call: ToolCall, fragment: Fragment, events: list[E
         call._done.append("".join(parts))
         parts.clear()
     call._joined = None
-    chars = call._chars
     call._chars = chars + n
     if not want:
         return None
@@ -982,8 +976,11 @@ def _exceed(owner: CallOwner, call: ToolCall, limit_name: str, limit: int, text:
 def _frozen_text(owner: CallOwner, call: ToolCall, fragment: Fragment, events: list[Event]) -> Refusal:
     """stated or ready + fragment: text for a call whose text is frozen (the server stated it
     whole, or the call was sealed). Counted, noted, refused; the frozen text is kept, whitespace
-    included: the text that was checked is the text that runs."""
+    included: the text that was checked is the text that runs. A sealed call's whole text resent
+    is dropped."""
     text, raw, _ = fragment
+    if call._phase != STATED and _resent_whole(owner, call, text, raw):
+        return None
     call._metrics.bytes += text_size(text)
     if call._phase == STATED:
         code = AnomalyCode.ARGUMENTS_MISMATCH
@@ -1004,12 +1001,31 @@ def _frozen_text(owner: CallOwner, call: ToolCall, fragment: Fragment, events: l
     return error
 
 
+def _resent_whole(owner: CallOwner, call: ToolCall, text: str, raw: Any) -> bool:
+    """A sealed call's whole text, sent again (some servers repeat the arguments after the
+    finish): dropped, noted. True when ``text`` was that."""
+    if len(text) != call._chars or call.arguments != text:
+        return False
+    owner.notes.append(
+        Anomaly(
+            AnomalyCode.ARGUMENTS_CUMULATIVE,
+            "the complete arguments were resent after the call was sealed; dropped",
+            call._choice,
+            call._index,
+            raw,
+        )
+    )
+    return True
+
+
 def _count_only(owner: CallOwner, call: ToolCall, fragment: Fragment, events: list[Event]) -> Refusal:
     """invalid or incomplete + fragment: counted, never kept (a late fragment's sample grows to
-    the bound, so a refusal shows what came late). A call refused for another reason that still
-    receives text is refused for that too (what it would have been is not what was checked): its
-    error says so, and it is announced again."""
+    the bound, so a refusal shows what came late); its whole text resent is dropped. A call
+    refused for another reason that still receives text is refused for that too (what it would
+    have been is not what was checked): its error says so, and it is announced again."""
     text, raw, _ = fragment
+    if _resent_whole(owner, call, text, raw):
+        return None
     call._metrics.bytes += text_size(text)
     error = call._error
     news: ToolCallError | None = None

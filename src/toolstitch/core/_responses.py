@@ -67,10 +67,9 @@ from ._events import (
     arguments_delta,
 )
 from ._limits import Limits, retained
-from ._read import ChoiceState, open_fragment_call
 from ._schema import _as_mapping
 from ._seal import CallChecks
-from ._store import CallStore, ordered
+from ._store import CallStore, ChoiceState, ordered
 from ._values import MAX_LABEL, Shape, clean_str, opt_int, opt_str, read_index, show
 from ._values import read_object as _read_object
 
@@ -254,6 +253,7 @@ class ResponseAccumulator(CallStore):
     :meth:`get_final_response` returns the SDK's ``Response`` the server sent.
     """
 
+    _WATCHES_RESENDS = False
     _REPLACES_UNSENDABLE_IDS = False  # the item keeps its call_id: the output answers that one
 
     _unit = "event"
@@ -401,7 +401,7 @@ class ResponseAccumulator(CallStore):
             item = self._items.get(iid) if type(iid) is str else None
             if item is not None and kind == item.hot and type(delta) is str and delta:
                 call = item.call
-                if call is not None and call.begun and (index is None or index == item.output_index):
+                if call is not None and (index is None or index == item.output_index):
                     owner = self._owner
                     owner.fragment(call, (delta, event, want), out)  # the owner's hot transition
                     if owner.notes:
@@ -507,7 +507,7 @@ class ResponseAccumulator(CallStore):
         if state is None:
             return None
         index = self._output_index(output_index, state, raw, notes)
-        call = open_fragment_call(self, state, index, raw, notes, out)
+        call = self._open_call(state, index, raw, notes, out)
         iid, unreadable = (
             clean_str(ifields.get("id"), "id", notes, raw) if ifields.get("id") is not None else (None, None)
         )

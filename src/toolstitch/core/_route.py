@@ -91,10 +91,6 @@ _NOTES: dict[str, tuple[str, str]] = {
     "opened": (AnomalyCode.MISSING_INDEX, "tool call without index or id; opened a call"),
     "opened_new": (AnomalyCode.MISSING_INDEX, "tool call without index or id; opened a new call"),
     "continued": (AnomalyCode.MISSING_INDEX, "tool call without index or id; continued the latest call"),
-    "sealed_resend": (
-        AnomalyCode.ARGUMENTS_CUMULATIVE,
-        "the complete arguments were resent after the call was sealed; dropped",
-    ),
     "cumulative": (
         AnomalyCode.ARGUMENTS_CUMULATIVE,
         "fragment repeated the arguments so far; only the new text was kept",
@@ -124,6 +120,7 @@ class _Chain:
 
     def __init__(self, size: int) -> None:
         self.size = size
+        """Characters of the call's last fragment; -1 until its first text."""
         self.latched = False
 
     def last(self, call: ToolCall) -> str:
@@ -299,10 +296,14 @@ def _resolve_unindexed(
     return latest, latest.index, flags
 
 
-def open_call(table: CallTable, owner: CallOwner, choice: int, index: int, t: float) -> ToolCall:
+def open_call(table: CallTable, owner: CallOwner, choice: int, index: int, t: float, watch: bool) -> ToolCall:
     """Open a new call at ``index`` (as :func:`resolve_call` said), by the owner, and enter it in
-    the table."""
+    the table. ``watch``: the call may turn out to resend its text cumulatively (Chat Completions),
+    so its chain starts now and its first text is routed (a choice with a chain takes no
+    shortcut: the readers' hot exits need no call's state to know a call's first text)."""
     call = owner.open(choice, index, len(table.calls), t)
+    if watch:
+        table.chains[call.slot] = _Chain(-1)
     table.calls.append(call)
     table.by_index[index] = call
     if index > table.max_index:
@@ -383,10 +384,7 @@ def argument_text(
     appended as it came: the call keeps everything that arrived, and is refused at seal.
     """
     if call.status != "open":
-        if _is_resend(call, text):
-            _note(anomalies, raw, call.choice, call.index, "sealed_resend")
-            return None, False
-        return text, False
+        return text, False  # the owner's table decides (an exact resend of a sealed text is dropped)
     chains = table.chains
     slot = call.slot
     chain = chains.get(slot) if chains else None
@@ -397,8 +395,9 @@ def argument_text(
             return None, False
         return text, replace
     if chain is None:
-        if call.chars == 0:
-            chains[slot] = _Chain(len(text))
+        return text, False
+    if chain.size < 0:  # the call's first text: watched from here on
+        chain.size = len(text)
         return text, False
     last = chain.last(call)
     if chain.latched:

@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ..errors import InBandError, InternalFault
+from ..errors import InBandError, InternalFault, MalformedArguments
 from ._anomaly import Anomaly, AnomalyCode
 from ._call import CallOwner, Finish, ToolCall
 from ._clock import now, timings_dict
@@ -29,10 +29,10 @@ from ._events import (
     ToolCallIncomplete,
     ToolCallInvalid,
     ToolCallReady,
+    ToolCallStarted,
 )
 from ._limits import Limits, retained, sample
-from ._read import ChoiceState
-from ._route import ensure_ids
+from ._route import CallTable, ensure_ids, open_call
 from ._seal import CallChecks
 from ._values import show
 
@@ -83,6 +83,51 @@ class StreamMetrics:
                 "time_to_first_tool_call": self.time_to_first_tool_call,
             }
         )
+
+
+class ChoiceState:
+    """Everything accumulated for one choice."""
+
+    __slots__ = (
+        "content",
+        "duplicated",
+        "extra",
+        "finish_reason",
+        "finish_reasons",
+        "first_call",
+        "guessed",
+        "index",
+        "logprobs_content",
+        "logprobs_refusal",
+        "reasoning",
+        "refusal",
+        "role",
+        "table",
+        "verdict",
+    )
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.role: str | None = None
+        self.content: list[str] = []
+        self.refusal: list[str] = []
+        self.reasoning: dict[str, list[str]] = {}
+        self.extra: dict[str, Any] = {}
+        self.logprobs_content: list[Any] | None = None
+        self.logprobs_refusal: list[Any] | None = None
+        self.finish_reason: str | None = None
+        self.finish_reasons: list[str] = []
+        self.table = CallTable()
+        self.first_call: ToolCall | None = None
+        """The choice's first call (by index), fixed when its calls are first sealed."""
+        self.duplicated = False
+        """Two pieces of one chunk claimed this choice: its calls were refused, and any call it
+        opens later is refused too."""
+        self.verdict = 0
+        """How many of its calls were not ready when a finish last decided it (``_store._decide``)."""
+        self.guessed = False
+        """A piece without a usable choice index was read as this choice (0): if another choice
+        turns up, that guess may have been wrong, and the calls it touched are refused."""
 
 
 class CallStore:
@@ -365,6 +410,49 @@ class CallStore:
         state = self._choices[index] = ChoiceState(index)
         return state
 
+    def _open_call(
+        self, state: ChoiceState, index: int, raw: Any, notes: list[Anomaly], events: list[Event]
+    ) -> ToolCall | None:
+        """Open the call a fragment starts, or None past ``Limits.max_calls_per_choice`` (counted)."""
+        table = state.table
+        limits = self.limits
+        if len(table.calls) > limits.max_calls_per_choice:
+            # One refused call is kept as the sample; beyond it only a counter grows.
+            table.refused += 1
+            self._record(
+                Anomaly(
+                    AnomalyCode.LIMIT_EXCEEDED,
+                    f"more than Limits.max_calls_per_choice={limits.max_calls_per_choice} tool calls; "
+                    "further calls were counted, not kept",
+                    state.index,
+                ),
+                None,
+                events,
+            )
+            return None
+        t = self._now()
+        call = open_call(table, self._owner, state.index, index, t, self._WATCHES_RESENDS)
+        self._live.append(call)
+        if state.duplicated:
+            self._owner.taint(
+                call,
+                MalformedArguments(
+                    "its choice was claimed by two pieces of one chunk, so its text cannot be told apart"
+                ),
+            )
+        if self.metrics.first_tool_call_at is None:
+            self.metrics.first_tool_call_at = t
+        if state.finish_reason is not None:
+            notes.append(
+                Anomaly(
+                    AnomalyCode.FRAGMENT_AFTER_FINISH,
+                    "a new tool call opened after the choice's finish_reason",
+                    raw=raw,
+                )
+            )
+        events.append(ToolCallStarted(call))
+        return call
+
     def _damaged(self, state: ChoiceState | None, what: str, raw: Any, events: list[Event]) -> None:
         """A part of a chunk could not be read: the calls it may have carried a fragment for (the
         open calls of ``state``, or of every choice when the choice is unknown) are refused."""
@@ -555,6 +643,10 @@ class CallStore:
         for call in self._open_calls():
             self._owner.end(call, "the input ended before the call was sealed", t)
             events.append(ToolCallIncomplete(call))
+
+    _WATCHES_RESENDS = True
+    """Is each new call watched for cumulative resends from its first text (``_route.argument_text``)?
+    Chat Completions: yes. The Responses API states each call's text whole instead: no."""
 
     _REPLACES_UNSENDABLE_IDS = True
     """Does a call whose id holds a lone surrogate get a made id? Chat Completions: yes (the message
