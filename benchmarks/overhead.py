@@ -10,7 +10,7 @@ Workloads (``workloads.py``; issue 12): W2, 8 interleaved calls of 500 B in 5-by
   and ``json.loads``-ed at the end; no checks at all (the floor);
 * ``checked read``     the bare loop with the reading a fail-closed reader cannot skip: each of the
   chunk's SDK objects checked for its exact type and for extra fields, every declared field of it
-  taken from ``__dict__`` (what toolstitch's reader does, ``core/_read.py``), and the argument text
+  taken from ``__dict__`` (what toolstitch's reader does, ``core/_accumulator.py``), and the argument text
   kept only when nothing else is set; no limits, no events, no scanner (a floor for any checked
   reader, not a product);
 * ``toolstitch``       ``Accumulator.feed`` (events returned) then ``get_final_completion``, with

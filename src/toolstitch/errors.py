@@ -214,7 +214,7 @@ class LateFragment(ToolCallError):
 
 class TransitionRefused(MalformedArguments):
     """Something happened to the call that its state does not allow (the owner's table in
-    ``core/_call.py``): text after its whole text was stated, a statement that disagrees with what
+    ``core/_owner.py``): text after its whole text was stated, a statement that disagrees with what
     streamed, an event the table has no entry for. The call is refused, never changed. A kind of
     :class:`MalformedArguments`: what would run is not certainly what the server meant."""
 

@@ -1,4 +1,4 @@
-"""``core._call``: the owner of a call's life (its table of states and events), the call buffer,
+"""``core._owner`` and ``core._call``: the owner of a call's life (its table of states and events), the call buffer,
 and what users may do with a call."""
 
 from __future__ import annotations
@@ -11,19 +11,21 @@ import pytest
 
 import toolstitch as ts
 from toolstitch.core._call import (
+    ToolCall,
+    has_lone_surrogate,
+    parse_arguments,
+    text_size,
+)
+from toolstitch.core._limits import Limits
+from toolstitch.core._owner import (
     EVENTS,
     TRANSITIONS,
     CallOwner,
     Finish,
     Identity,
     Statement,
-    ToolCall,
-    has_lone_surrogate,
-    parse_arguments,
     render_table,
-    text_size,
 )
-from toolstitch.core._limits import Limits
 from toolstitch.core._seal import CallChecks
 
 CHECKS = CallChecks(None)
@@ -159,7 +161,7 @@ def test_split_surrogate_pairs_rejoin_in_the_joined_text() -> None:
 def test_docs_design_shows_the_table_as_it_is() -> None:
     """Rule 12's table in docs/design.md is the one in the code, rendered (never kept by hand)."""
     design = (Path(__file__).parents[2] / "docs" / "design.md").read_text(encoding="utf-8")
-    start = design.index("<!-- the table: written by core._call.render_table")
+    start = design.index("<!-- the table: written by core._owner.render_table")
     block = design[design.index("\n", start) + 1 : design.index("    <!-- end of the table -->")]
     assert [line.strip() for line in block.splitlines()] == render_table().splitlines()
 
@@ -169,7 +171,7 @@ def test_each_cell_says_where_the_call_goes() -> None:
     the call to the cell's state, or to ``invalid`` when the action refuses it)."""
     import inspect
 
-    from toolstitch.core import _call
+    from toolstitch.core import _owner as _call
 
     for row in TRANSITIONS.values():
         for cell in row.values():  # type: ignore[attr-defined]
@@ -266,15 +268,16 @@ def test_a_long_id_is_kept_as_sent_and_one_past_the_bound_refuses_naming_the_id(
 
 
 def test_no_module_but_the_owner_touches_a_calls_private_state() -> None:
-    """Rule 12: outside ``core/_call.py`` no code reads or writes a ``ToolCall``'s underscore
-    attributes (its slots and private methods); the count is 0."""
+    """Rule 12: outside ``core/_owner.py`` no code reads or writes a ``ToolCall``'s underscore
+    attributes (its slots and private methods), but the class's own methods on ``self``
+    (``core/_call.py``, its caches); the count is 0."""
     private = {n for n in ToolCall.__slots__} | {
         n for n in vars(ToolCall) if n.startswith("_") and not n.startswith("__")
     }
     root = Path(ts.__file__).parent
     found = []
     for path in sorted(root.rglob("*.py")):
-        if path == root / "core" / "_call.py":
+        if path == root / "core" / "_owner.py":
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):

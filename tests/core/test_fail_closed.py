@@ -160,7 +160,7 @@ def test_a_logprobs_value_of_the_wrong_type_keeps_the_finish_reason() -> None:
 def test_an_internal_failure_refuses_the_calls_the_chunk_touched_and_reads_the_rest(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from toolstitch.core._call import TRANSITIONS, Cell
+    from toolstitch.core._owner import TRANSITIONS, Cell
 
     real = TRANSITIONS["open"]["fragment"]
 
@@ -192,7 +192,7 @@ def test_an_internal_failure_refuses_the_calls_the_chunk_touched_and_reads_the_r
 
 def test_a_failure_while_sealing_withdraws_ready(monkeypatch: pytest.MonkeyPatch) -> None:
 
-    from toolstitch.core._call import TRANSITIONS, Cell
+    from toolstitch.core._owner import TRANSITIONS, Cell
 
     real = TRANSITIONS["open"]["finish"]
 

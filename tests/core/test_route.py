@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from toolstitch.core._anomaly import Anomaly
-from toolstitch.core._call import CallOwner, Identity
 from toolstitch.core._limits import Limits
+from toolstitch.core._owner import CallOwner, Identity
 from toolstitch.core._route import (
     FURTHER,
     NEW_ID,

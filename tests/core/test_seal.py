@@ -9,8 +9,9 @@ import pytest
 import toolstitch as ts
 from toolstitch.core import sealed_call
 from toolstitch.core._anomaly import Anomaly
-from toolstitch.core._call import CallOwner, Finish, Identity, ToolCall
+from toolstitch.core._call import ToolCall
 from toolstitch.core._limits import Limits
+from toolstitch.core._owner import CallOwner, Finish, Identity
 from toolstitch.core._seal import CallChecks
 
 F = {

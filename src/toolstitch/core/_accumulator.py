@@ -4,11 +4,27 @@
 async stream wrappers, replay, and tests all drive the same object with :meth:`Accumulator.feed`.
 It is a sibling of the Responses API's accumulator (``_responses.py``): both stand on
 ``_store.CallStore`` (the calls, the owner that writes them, anomalies, ending) and neither
-inherits the other's API.
+inherits the other's API. Each holds its own reader: here, :meth:`Accumulator._read` and the
+methods below it.
+
+The one reader: every chunk (the SDK's ``ChatCompletionChunk``, a subclass, a plain ``dict``
+decoded from SSE or replayed) goes through :meth:`Accumulator._read`: the envelope, each choice,
+each delta, each ``delta.tool_calls`` entry. Each decision (which choice, which call, which id and
+name, which limit, which anomaly) is made once, here or in the module this calls for it
+(``_values.py`` for one value, ``_route.py`` for which call a fragment belongs to, ``_owner.py``
+for what the fragment does to its call); there is no second path for a common shape. It is cheap
+because a standard chunk asks few questions: the fields of an object are read from one dict
+(:func:`_read_sdk`), nothing is built per chunk but the events asked for, and argument text is
+appended, never scanned (rule 2). ``want`` is the switch between :meth:`feed` with events and the
+wrapped stream that nobody reads events from: without it, the two events nearly every chunk makes
+(``ContentDelta``, ``ArgumentsDelta``) are not built and the scanner is not asked where the JSON
+stands. A part of a chunk that cannot be read is recorded, and the call it may have belonged to is
+refused: the fragment's own call when it is known, else every open call of its choice, else every
+open call of the stream (rule 9).
 
 The rules it enforces (see ``docs/design.md``):
 
-1. Calls are keyed by ``index``: ``_read.py`` reads each chunk (every quirk of shape), ``_route.py``
+1. Calls are keyed by ``index``: the reader reads each chunk (every quirk of shape), ``_route.py``
    finds each fragment's call (every quirk of routing and identity, id synthesis). What stays here
    needs the stream's state across chunks: a finish_reason repeated or missing, a role or usage
    repeated, content after the finish, and the choice-level policies (text recovery, limits).
@@ -46,7 +62,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..errors import InBandError, IncompleteStreamError, MalformedArguments
 from ._anomaly import Anomaly, AnomalyCode
-from ._call import CUSTOM, Identity, ToolCall, push, text_size
+from ._call import CUSTOM, ToolCall, push, text_size
 from ._events import (
     ChoiceFinished,
     Event,
@@ -56,6 +72,7 @@ from ._events import (
     content_delta,
 )
 from ._limits import Limits
+from ._owner import Identity
 from ._recover import TextToolCallRecovery
 from ._route import FURTHER, NEW_ID, SKIP, argument_text, resolve_call
 from ._seal import CallChecks

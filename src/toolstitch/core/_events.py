@@ -16,7 +16,7 @@ from ..errors import ToolCallError
 from ._anomaly import Anomaly
 from ._json_form import JSONForm
 
-if TYPE_CHECKING:  # the owner of a call's life (``_call.py``) builds events itself
+if TYPE_CHECKING:  # the owner of a call's life (``_owner.py``) builds events itself
     from ._call import ToolCall
 
 __all__ = [

@@ -5,7 +5,7 @@ item (a ``function_call``, a ``message``, a ``reasoning`` item ...),
 ``response.function_call_arguments.delta`` carries a piece of a call's argument text,
 ``response.function_call_arguments.done`` and ``response.output_item.done`` close the item, and
 ``response.completed`` (or ``.incomplete``, ``.failed``, an ``error`` event) ends the response.
-This module only translates those events into the owner's events (``_call.py``: fragment,
+This module only translates those events into the owner's events (``_owner.py``: fragment,
 identity, statement, finish, fault, end); the calls are :class:`ToolCall` objects in the store's
 call table (choice 0), sealed and checked by the same :class:`~._seal.CallChecks`, bounded by the
 same :class:`Limits`, and every repair is an :class:`Anomaly` recorded the same way.
@@ -56,7 +56,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..errors import InBandError, IncompleteStreamError, MalformedArguments, TransitionRefused
 from ._anomaly import Anomaly, AnomalyCode
-from ._call import Identity, Statement, ToolCall
+from ._call import ToolCall
 from ._events import (
     ChoiceFinished,
     ContentDelta,
@@ -67,6 +67,7 @@ from ._events import (
     arguments_delta,
 )
 from ._limits import Limits, retained
+from ._owner import Identity, Statement
 from ._schema import _as_mapping
 from ._seal import CallChecks
 from ._store import CallStore, ChoiceState, ordered

@@ -1,9 +1,9 @@
 """Routing fragments to calls: which call a fragment belongs to, and what it writes there.
 
-``_read.py`` turns a chunk into :class:`~._read.ToolFragment` values; this module decides, per
-choice, which :class:`~._call.ToolCall` each fragment continues or opens (:func:`resolve_call`),
-writes the call's identity (:func:`apply_identity`) and says what argument text to add
-(:func:`argument_text`). It is the only code besides the accumulator that writes a call.
+The chat reader (``Accumulator._read_fragment``) reads each ``delta.tool_calls`` entry; this
+module decides, per choice, which :class:`~._call.ToolCall` each fragment continues or opens
+(:func:`resolve_call`) and what argument text it adds (:func:`argument_text`). It writes no call:
+the owner does (``_owner.py``).
 
 Rules enforced here (numbers refer to ``docs/design.md``):
 
@@ -32,7 +32,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from ._anomaly import Anomaly, AnomalyCode
-from ._call import CallOwner, ToolCall, has_lone_surrogate
+from ._call import ToolCall, has_lone_surrogate
+from ._owner import CallOwner
 from ._values import show
 
 __all__ = [
@@ -144,7 +145,7 @@ class CallTable:
         """Fragments that would have opened a call beyond ``Limits.max_calls_per_choice`` (counted only)."""
         self.custom = False
         """A fragment of a custom tool's call arrived: every later fragment takes the long way,
-        where its shape is held to its call's type (``_read._type_clash``)."""
+        where its shape is held to its call's type (``Accumulator._read_fragment``, ``_accumulator._type_clash``)."""
 
 
 def _starts_new_value(arguments: str | None) -> bool:

@@ -27,10 +27,11 @@ from typing import Any, Literal
 
 from ..errors import ContractViolation, InternalFault, MalformedArguments, ToolCallError
 from ._anomaly import Anomaly, AnomalyCode
-from ._call import CallOwner, Finish, Identity, ToolCall
+from ._call import ToolCall
 from ._clock import now
 from ._early import Node
 from ._limits import Limits
+from ._owner import CallOwner, Finish, Identity
 from ._schema import ToolSchemas, _as_mapping
 
 __all__ = ["CallChecks", "offered_tools", "requested_choice", "sealed_call"]
@@ -128,7 +129,7 @@ class CallChecks:
         self, call: ToolCall, parsed: Any, first: bool, as_object: bool, notes: list[Anomaly]
     ) -> ToolCallError | None:
         """What the request says of a call whose text parsed: None (it may run) or why not. The
-        owner of the call (``_call.py``) applies it; anomalies for the call go to ``notes``."""
+        owner of the call (``_owner.py``) applies it; anomalies for the call go to ``notes``."""
         if as_object:
             if self._empty_as_object:
                 notes.append(

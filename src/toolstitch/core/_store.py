@@ -20,7 +20,7 @@ from pydantic import BaseModel
 
 from ..errors import InBandError, InternalFault, MalformedArguments
 from ._anomaly import Anomaly, AnomalyCode
-from ._call import CallOwner, Finish, ToolCall
+from ._call import ToolCall
 from ._clock import now, timings_dict
 from ._events import (
     AnomalyRecorded,
@@ -32,6 +32,7 @@ from ._events import (
     ToolCallStarted,
 )
 from ._limits import Limits, retained, sample
+from ._owner import CallOwner, Finish
 from ._route import CallTable, ensure_ids, open_call
 from ._seal import CallChecks
 from ._values import show
@@ -150,7 +151,7 @@ class CallStore:
         self._anomaly_keys: set[tuple[str, int | None, int | None]] = set()
         self._clock = now if clock is None else clock
         self._owner = CallOwner(limits, self._clock)
-        """The one writer of this stream's calls (``_call.py``)."""
+        """The one writer of this stream's calls (``_owner.py``)."""
         self._checks = checks
         self.metrics = StreamMetrics(self._clock() if started_at is None else started_at)
         self.ended = False

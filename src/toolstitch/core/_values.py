@@ -206,7 +206,7 @@ def clean_str(value: Any, what: str, anomalies: list[Anomaly], raw: Any) -> tupl
     integer id becomes a string (noted). A name over ``MAX_IDENTITY`` characters or a value of
     another type is dropped and unreadable. Ids are not bounded here: real ones can be long
     (Gemini's thought signature rides in LiteLLM's ids), and the owner of the call bounds them by
-    ``Limits.max_id_chars`` (``_call.py``), naming the id in its refusal.
+    ``Limits.max_id_chars`` (``_owner.py``), naming the id in its refusal.
     """
     if type(value) is str:
         if value == "":
