@@ -46,12 +46,12 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
-from types import TracebackType
 from typing import Any
 
 import openai
 
 from ._chat_chunks import chunk, tool_call_chunks
+from ._context_managers import StoppedOnExit
 from ._http_server import RequestHandler
 from ._http_server import Server as _Server  # the name benchmarks/workloads.py sets the backlog on
 from ._response_events import response_events, response_object
@@ -94,7 +94,7 @@ def _tls_context() -> ssl.SSLContext:
     return ssl.create_default_context()
 
 
-class LocalServer:
+class LocalServer(StoppedOnExit):
     """An OpenAI-compatible server on 127.0.0.1 (ephemeral port) in a daemon thread.
 
     ``enqueue`` replies (FIFO) for ``POST /v1/chat/completions`` and ``POST /v1/responses``; when
@@ -194,17 +194,6 @@ class LocalServer:
         if self._thread is not None:
             self._thread.join()
             self._thread = None
-
-    def __enter__(self) -> LocalServer:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     @property
     def port(self) -> int:
