@@ -22,7 +22,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import openai
 
@@ -32,6 +32,8 @@ from ..history import assistant_message, call_error_text, tool_message, validate
 from ..recording import clip, render_latency, render_timeline, replay, report_data, wrap_text
 from ._demo_model import LOCAL_MODEL, local_model
 from ._output import SafeOutput, TextSink
+
+_Answer = TypeVar("_Answer")
 
 __all__ = ["QUESTION", "TOOLS", "converse", "local_model", "run_demo"]
 
@@ -115,17 +117,20 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {"get_weather": get_weather, "convert
 # ------------------------------------------------------------------------------- the loop
 
 
-def _run_tool(call: Any) -> Any:
-    """A message for one call: its result, or the reason it did not run (the model can retry)."""
+def run_tool(call: Any, answer: Callable[..., _Answer]) -> _Answer:
+    """What the model reads back for one call, made by ``answer`` (``tool_message`` here,
+    ``function_call_output`` for the Responses API): its result, or the reason it did not run (the
+    model can retry). One function for both APIs: which tool runs, and what a failure says, is the
+    demo's own decision, whatever the shape of the answer."""
     if not call.ready:
-        return tool_message(call, error=call_error_text(call))
+        return answer(call, error=call_error_text(call))
     function = FUNCTIONS.get(call.name or "")
     if function is None:
-        return tool_message(call, error=f"Error: no tool named {call.name!r}")
+        return answer(call, error=f"Error: no tool named {call.name!r}")
     try:
-        return tool_message(call, function(**call.parsed))
+        return answer(call, function(**call.parsed))
     except Exception as exc:  # a tool failure is a result the model should see, not a crash
-        return tool_message(call, exc)
+        return answer(call, exc)
 
 
 def converse(client: openai.OpenAI, model: str, *, max_steps: int = 4) -> dict[str, Any]:
@@ -155,7 +160,7 @@ def converse(client: openai.OpenAI, model: str, *, max_steps: int = 4) -> dict[s
         if not calls:
             answer = completion.choices[0].message.content or ""
             break
-        results = [_run_tool(call) for call in calls]
+        results = [run_tool(call, tool_message) for call in calls]
         step["results"] = results
         messages.extend(results)
     return {

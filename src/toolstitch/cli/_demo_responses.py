@@ -14,20 +14,17 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import openai
 
 from ..client import wrap
 from ..errors import IncompleteStreamError
-from ..history import call_error_text, function_call_output, response_items, validate_input
+from ..history import function_call_output, response_items, validate_input
 from ..recording import clip, wrap_text
-from ._demo import FUNCTIONS, QUESTION, REMOTE_MODEL, SYSTEM, TOOLS
+from ._demo import QUESTION, REMOTE_MODEL, SYSTEM, TOOLS, run_tool
 from ._demo_model import LOCAL_MODEL
 from ._output import TextSink
-
-if TYPE_CHECKING:
-    from openai.types.responses import ResponseInputItemParam
 
 __all__ = [
     "FLAT_TOOLS",
@@ -100,18 +97,6 @@ def local_responses_model(delay: float = 0.004, *, drop: bool = False) -> Callab
     return handle
 
 
-def _output(call: Any) -> ResponseInputItemParam:
-    if not call.ready:
-        return function_call_output(call, error=call_error_text(call))
-    function = FUNCTIONS.get(call.name or "")
-    if function is None:
-        return function_call_output(call, error=f"Error: no tool named {call.name!r}")
-    try:
-        return function_call_output(call, function(**call.parsed))
-    except Exception as exc:  # a tool failure is a result the model should see
-        return function_call_output(call, exc)
-
-
 def converse_responses(
     client: openai.OpenAI, model: str, *, max_steps: int = 4, background: bool = False
 ) -> dict[str, Any]:
@@ -158,7 +143,7 @@ def converse_responses(
         if not calls:
             answer = response.output_text
             break
-        outputs = [_output(call) for call in calls]
+        outputs = [run_tool(call, function_call_output) for call in calls]
         step["results"] = outputs
         history += outputs
     return {

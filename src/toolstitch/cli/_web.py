@@ -26,9 +26,9 @@ from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
+from .._context_managers import StoppedOnExit
 from ..core import (
     ArgumentsDelta,
     ContentDelta,
@@ -245,7 +245,7 @@ class _Server(ThreadingHTTPServer):
     settings: _Settings
 
 
-class WebDemo:
+class WebDemo(StoppedOnExit):
     """The page's server on 127.0.0.1 (``port=0`` picks a free port), with its own embedded model.
 
     ``delay`` is the pause between the scripted model's chunks, in seconds: long enough that a person
@@ -304,14 +304,3 @@ class WebDemo:
             self._thread = None
         self._httpd.server_close()
         self._model.stop()
-
-    def __enter__(self) -> WebDemo:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()

@@ -42,6 +42,7 @@ import openai
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from typing_extensions import Self, TypeVar
 
+from .._context_managers import ClosedOnExit
 from ..core import Accumulator, Anomaly, CallStore, Event, ToolCall
 from ..errors import UnsafeToolCallError
 from ..recording import Recorder, Redact
@@ -240,7 +241,7 @@ class _Base:
         return self.accumulator.anomalies
 
 
-class StitchedStream(_Base, openai.Stream[_ChunkT]):
+class StitchedStream(_Base, ClosedOnExit, openai.Stream[_ChunkT]):
     """Yields the SDK's ``ChatCompletionChunk`` objects unchanged while merging tool calls.
 
     An ``openai.Stream[ChatCompletionChunk]``. Iterate it for chunks, or iterate
@@ -303,18 +304,6 @@ class StitchedStream(_Base, openai.Stream[_ChunkT]):
             raise
         yield from self._ending
         self._ending = _NO_EVENTS
-
-    # The context-manager protocol, written out as Toolbox and testing.LocalServer write it.
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def close(self) -> None:
         """Close the HTTP response. Calls not yet sealed become ``incomplete``."""

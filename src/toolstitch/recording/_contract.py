@@ -30,10 +30,23 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from ..core import Accumulator, CallChecks, Limits, ResponseAccumulator, requested_choice
 from ._plain import is_sentinel
+
+if TYPE_CHECKING:
+    from typing_extensions import TypedDict, Unpack
+
+    class AccumulatorOptions(TypedDict, total=False):
+        """The keywords :meth:`Contract.accumulator` passes on to the accumulator it builds."""
+
+        limits: Limits | None
+        empty_arguments: Literal["invalid", "object"]
+        started_at: float | None
+        clock: Callable[[], float] | None
+        recover_text_tool_calls: bool
+
 
 __all__ = ["CONTRACT_FIELDS", "Contract", "given_contract", "read_contract"]
 
@@ -61,63 +74,41 @@ class Contract:
     unreadable: str | None = None
 
     @overload
-    def accumulator(
-        self,
-        *,
-        limits: Limits | None = None,
-        empty_arguments: Literal["invalid", "object"] = "invalid",
-        started_at: float | None = None,
-        clock: Callable[[], float] | None = None,
-        recover_text_tool_calls: bool = False,
-        kind: None = None,
-    ) -> Accumulator: ...
+    def accumulator(self, *, kind: None = None, **options: Unpack[AccumulatorOptions]) -> Accumulator: ...
 
     @overload
     def accumulator(
-        self,
-        *,
-        limits: Limits | None = None,
-        empty_arguments: Literal["invalid", "object"] = "invalid",
-        started_at: float | None = None,
-        clock: Callable[[], float] | None = None,
-        recover_text_tool_calls: bool = False,
-        kind: type[ResponseAccumulator],
+        self, *, kind: type[ResponseAccumulator], **options: Unpack[AccumulatorOptions]
     ) -> ResponseAccumulator: ...
 
     def accumulator(
-        self,
-        *,
-        limits: Limits | None = None,
-        empty_arguments: Literal["invalid", "object"] = "invalid",
-        started_at: float | None = None,
-        clock: Callable[[], float] | None = None,
-        recover_text_tool_calls: bool = False,
-        kind: type[ResponseAccumulator] | None = None,
+        self, *, kind: type[ResponseAccumulator] | None = None, **options: Unpack[AccumulatorOptions]
     ) -> Accumulator | ResponseAccumulator:
         """An accumulator of class ``kind`` (the Responses API's ``ResponseAccumulator`` reads its
         own events) that holds every call to this contract; one that cannot be read refuses every
         call, saying why."""
-        options: dict[str, Any] = {
-            "limits": limits,
-            "empty_arguments": empty_arguments,
-            "started_at": started_at,
-            "clock": clock,
+        given: dict[str, Any] = {
+            "limits": None,
+            "empty_arguments": "invalid",
+            "started_at": None,
+            "clock": None,
+            **options,
         }
-        if recover_text_tool_calls:
-            options["recover_text_tool_calls"] = True
+        if given.pop("recover_text_tool_calls", False):  # a keyword the chat accumulator alone takes
+            given["recover_text_tool_calls"] = True
         build: Callable[..., Accumulator | ResponseAccumulator] = kind or Accumulator
         if self.unreadable is None:
             return build(
                 self.tools,
                 tool_choice=self.tool_choice,
                 parallel_tool_calls=self.parallel_tool_calls,
-                **options,
+                **given,
             )
         # Offering no tool refuses every call already (rule 10, and a recording says "none" so its
         # replay refuses them too); the checks below say why, instead of "offered: none".
-        accumulator = build([], **options)
+        accumulator = build([], **given)
         if isinstance(getattr(accumulator, "_checks", None), CallChecks):
-            accumulator._checks = _RefuseEvery(self.unreadable, empty_arguments)
+            accumulator._checks = _RefuseEvery(self.unreadable, given["empty_arguments"])
         return accumulator
 
 

@@ -58,6 +58,12 @@ def _nice_step(span: float, ticks: int = 8) -> float:
     return float(10 * power)
 
 
+def _titled(tag: str, attributes: str, title: str) -> str:
+    """An SVG shape with its ``title`` (escaped already) as its child: the text a browser shows when
+    the pointer rests on the shape, which is how the timeline says what each mark is."""
+    return f"<{tag} {attributes}><title>{title}</title></{tag}>"
+
+
 def _svg(timeline: Timeline) -> str:
     left, plot, lane, top = 170, 620, 26, 26
     rows: list[tuple[str, CallTrack | None]] = [("chunks", None)]
@@ -91,46 +97,35 @@ def _svg(timeline: Timeline) -> str:
         parts.append(f'<text x="{left - 8}" y="{mid + 4:.1f}" text-anchor="end">{esc(label)}</text>')
         if track is None:
             for at in timeline.chunks:
-                parts.append(
-                    f'<rect x="{x(at):.1f}" y="{y + 7}" width="1.5" height="{lane - 14}" fill="#8894b0">'
-                    f"<title>chunk at {position(at, unit)}</title></rect>"
-                )
+                where = f'x="{x(at):.1f}" y="{y + 7}" width="1.5" height="{lane - 14}" fill="#8894b0"'
+                parts.append(_titled("rect", where, f"chunk at {position(at, unit)}"))
             continue
         call = track.call
         colour = _COLOURS.get(call.status, "#667")
         end = track.settled if track.settled is not None else span
         wide = max(1.0, x(end) - x(track.opened))
-        parts.append(
-            f'<rect x="{x(track.opened):.1f}" y="{mid - 2:.1f}" width="{wide:.1f}"'
-            f' height="4" fill="{colour}" opacity=".25"><title>open from {position(track.opened, unit)}'
-            f" to {position(end, unit)}</title></rect>"
-        )
+        where = f'x="{x(track.opened):.1f}" y="{mid - 2:.1f}" width="{wide:.1f}" height="4"'
+        title = f"open from {position(track.opened, unit)} to {position(end, unit)}"
+        parts.append(_titled("rect", f'{where} fill="{colour}" opacity=".25"', title))
         for f in track.fragments:
             h = 4 + (lane - 10) * (f.bytes / biggest)
-            parts.append(
-                f'<rect x="{x(f.at) - 1:.1f}" y="{mid - h / 2:.1f}" width="2.5" height="{h:.1f}"'
-                f' fill="{colour}">'
-                f"<title>{f.count} fragment(s), {f.bytes} bytes at {position(f.at, unit)}:"
-                f" {esc(clip(f.text, 60))}</title></rect>"
+            where = f'x="{x(f.at) - 1:.1f}" y="{mid - h / 2:.1f}" width="2.5" height="{h:.1f}"'
+            title = (
+                f"{f.count} fragment(s), {f.bytes} bytes at {position(f.at, unit)}: {esc(clip(f.text, 60))}"
             )
+            parts.append(_titled("rect", f'{where} fill="{colour}"', title))
         if track.complete is not None:
-            cx = x(track.complete)
-            parts.append(
-                f'<path d="M{cx:.1f} {mid - 6:.1f}l5 6-5 6-5-6z" fill="none" stroke="{colour}">'
-                f"<title>arguments complete at {position(track.complete, unit)}</title></path>"
-            )
+            diamond = f'd="M{x(track.complete):.1f} {mid - 6:.1f}l5 6-5 6-5-6z" fill="none" stroke="{colour}"'
+            parts.append(_titled("path", diamond, f"arguments complete at {position(track.complete, unit)}"))
         if track.sealed is not None:
-            parts.append(
-                f'<circle cx="{x(track.sealed):.1f}" cy="{mid:.1f}" r="5" fill="{colour}">'
-                f"<title>sealed {esc(call.status)} at {position(track.sealed, unit)}</title></circle>"
-            )
+            dot = f'cx="{x(track.sealed):.1f}" cy="{mid:.1f}" r="5" fill="{colour}"'
+            title = f"sealed {esc(call.status)} at {position(track.sealed, unit)}"
+            parts.append(_titled("circle", dot, title))
         elif track.ended is not None:
             ex = x(track.ended)
-            parts.append(
-                f'<rect x="{ex - 4.5:.1f}" y="{mid - 4.5:.1f}" width="9" height="9" fill="#fff"'
-                f' stroke="{colour}" stroke-width="2"><title>never sealed: incomplete at'
-                f" {position(track.ended, unit)}</title></rect>"
-            )
+            box = f'x="{ex - 4.5:.1f}" y="{mid - 4.5:.1f}" width="9" height="9" fill="#fff"'
+            title = f"never sealed: incomplete at {position(track.ended, unit)}"
+            parts.append(_titled("rect", f'{box} stroke="{colour}" stroke-width="2"', title))
     parts.append("</svg>")
     return "".join(parts)
 

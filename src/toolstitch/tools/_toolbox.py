@@ -10,9 +10,9 @@ import asyncio
 import contextlib
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from .._context_managers import ClosedOnExit
 from ..core import ToolCall
 from ._definition import ConfirmCallback, Isolation, Tool, isolation_problem, tool
 from ._executor import ErrorMessage, ToolResult, aexecute, execute
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 __all__ = ["Toolbox"]
 
 
-class Toolbox:
+class Toolbox(ClosedOnExit):
     """The tools offered to the model, and how their calls are executed.
 
     ``confirm``        asked before any ``confirm=True`` tool runs: ``confirm(call, tool)`` returns
@@ -280,14 +280,3 @@ class Toolbox:
             runtime, self._runtime = self._runtime, None
         if runtime is not None:
             runtime.close()
-
-    def __enter__(self) -> Toolbox:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
