@@ -363,12 +363,13 @@ class _Loop:
             return None  # answered from the cache after the seal: nothing to start
         return verdict, parsed
 
-    def taken_ids(self) -> set[str]:
-        """Every call id the history carries (calls and their answers, both APIs)."""
+    def taken_ids(self, answers: tuple[str, ...] = ("tool_call_id", "call_id")) -> set[str]:
+        """Every call id the history carries: an assistant message's calls, and the answers under
+        the keys ``answers`` (by default both APIs')."""
         taken: set[str] = set()
         for earlier in self.history:
             data = plain_entry(earlier)
-            for key in ("tool_call_id", "call_id"):
+            for key in answers:
                 if isinstance(data.get(key), str):
                     taken.add(data[key])
             for c in list_field(data.get("tool_calls")):
@@ -389,25 +390,12 @@ class _Loop:
         the saved history) on the same keys.
         """
         d = get_dialect(self.dialect)
-        taken: set[str] = set()
-        for earlier in self.history:
-            data = plain_entry(earlier)
-            if isinstance(data.get("tool_call_id"), str):
-                taken.add(data["tool_call_id"])
-            for c in list_field(data.get("tool_calls")):
-                if isinstance(plain_entry(c).get("id"), str):
-                    taken.add(plain_entry(c)["id"])
+        taken = self.taken_ids(("tool_call_id",))
         renamed: dict[str, str] = {}
         for c in message.get("tool_calls") or []:
             call_id = c.get("id")
             if isinstance(call_id, str) and call_id in taken:
-                fresh = d.fresh_id(f"{call_id}:{len(self.history)}", taken)
-                logger.warning(
-                    "the provider reused tool call id %r from an earlier turn; it is %r in the history",
-                    call_id,
-                    fresh,
-                )
-                c["id"] = renamed[call_id] = fresh
+                c["id"] = renamed[call_id] = self._fresh_id(d, call_id, taken, "tool call id", "history")
             if isinstance(c.get("id"), str):
                 taken.add(c["id"])
         self.renamed = renamed
@@ -435,17 +423,20 @@ class _Loop:
             if item.get("type") not in CALL_ITEMS or not isinstance(call_id, str):
                 continue
             if call_id in taken:
-                fresh = d.fresh_id(f"{call_id}:{len(self.history)}", taken)
-                logger.warning(
-                    "the provider reused call_id %r from an earlier turn; it is %r in the input",
-                    call_id,
-                    fresh,
-                )
-                item["call_id"] = renamed[call_id] = fresh
+                item["call_id"] = renamed[call_id] = self._fresh_id(d, call_id, taken, "call_id", "input")
             taken.add(item["call_id"])
         self.renamed = renamed
         ids = [valid_unicode(c.id or "") for c in calls]  # as ``response_items`` wrote them
         return [renamed.get(i, i) for i in ids]
+
+    def _fresh_id(self, dialect: Dialect, call_id: str, taken: set[str], named: str, where: str) -> str:
+        """A fresh id for ``call_id``, which an earlier turn already carries (``taken``), said in the
+        log: ``named`` is what the API calls the id, ``where`` what it calls the history."""
+        fresh = dialect.fresh_id(f"{call_id}:{len(self.history)}", taken)
+        logger.warning(
+            "the provider reused %s %r from an earlier turn; it is %r in the %s", named, call_id, fresh, where
+        )
+        return fresh
 
     def append_results(self, results: Sequence[ToolResult], keys: Sequence[str]) -> None:
         """The tool messages of ``results`` join the history, answering the ids it carries
