@@ -97,7 +97,6 @@ from ..history import (
     Dialect,
     HistoryProblem,
     get_dialect,
-    to_plain,
     validate_request,
 )
 from ..tools import (
@@ -130,7 +129,16 @@ from ..tools import (
 )
 from ._api import API_ADAPTERS, LoopAPI, wrapped_client
 from ._chain import Chain
-from ._entries import CALL_ITEMS, OUTPUT_ITEMS, corrected, correction_text, list_field, plain_entry, text_of
+from ._entries import (
+    CALL_ITEMS,
+    OUTPUT_ITEMS,
+    as_sent,
+    corrected,
+    correction_text,
+    list_field,
+    plain_entry,
+    text_of,
+)
 from ._flow import adrive, drive, run_flow
 from ._results import (
     CallAwaitingApproval,
@@ -221,20 +229,6 @@ def _toolbox_of(value: Any) -> tuple[Toolbox, bool]:
     )
 
 
-def _as_sent(entry: Any) -> Any:
-    """A history entry of the caller's as plain JSON values, read the way the SDK serialises it for
-    the request (``history.to_plain``: an SDK model is ``model_dump(mode="json", exclude_unset=True,
-    exclude=__api_exclude__)``, as the SDK's ``openai._utils._transform._transform_recursive`` does;
-    mappings become dicts, tuples lists). So the history a run returns (``RunResult.messages``,
-    ``.input``) is JSON that can be stored, whatever the caller's held: a ``ChatCompletionMessage``
-    appended as it came, the Responses API's output items. The one place the loop takes the
-    caller's history in; an entry that cannot be read stays as it is, for the request's check."""
-    try:
-        return to_plain(entry)[0]
-    except Exception:
-        return entry
-
-
 class _Loop:
     """State shared by both twins: history, ledger keys, steps, corrections, events."""
 
@@ -266,7 +260,7 @@ class _Loop:
                 messages = list(messages)  # None is refused just below
             except TypeError:  # None, a number...: say so as validate_request does
                 raise RequestError(validate_request(messages=messages)) from None
-        self.history: list[Any] = [_as_sent(entry) for entry in messages]
+        self.history: list[Any] = [as_sent(entry) for entry in messages]
         self.model = options.model
         self.max_steps = max_steps
         self.approvals, problems = validated_approvals(options.approvals)
@@ -500,12 +494,8 @@ class _Loop:
         calls = [
             found for entry in todo for found in calls_of(_finished([entry]), tools=self.definitions or None)
         ]
-        if [c.id for c in calls] != [c["id"] for c in todo]:
-            said = (
-                f"the {len(todo)} unanswered calls of the last assistant message could not be read one by one"
-            )
-            raise RequestError([HistoryProblem(None, "H00", "error", said + "; nothing of them was run")])
-        return calls
+        ids = [c["id"] for c in todo]
+        return _one_by_one(calls, ids, "H00", "unanswered calls of the last assistant message")
 
     def pending_items(self) -> list[ToolCall] | None:
         """The unanswered ``function_call`` items of a Responses input, read by the Responses reader
@@ -520,13 +510,8 @@ class _Loop:
             return None
         reader = ResponseAccumulator(self.definitions or None)
         reader.read_response({"status": "completed", "output": items})
-        calls = list(reader.tool_calls)
-        if [c.id for c in calls] != [i["call_id"] for i in items]:
-            said = (
-                f"the {len(items)} unanswered function_call items of the input could not be read one by one"
-            )
-            raise RequestError([HistoryProblem(None, "R00", "error", said + "; nothing of them was run")])
-        return calls
+        ids = [i["call_id"] for i in items]
+        return _one_by_one(list(reader.tool_calls), ids, "R00", "unanswered function_call items of the input")
 
     def duplicate_ids(self) -> list[str]:
         """The call ids the trailing assistant message carries more than once. Such a history is
@@ -996,6 +981,16 @@ class _Parsed:
     """The parsed arguments of a call still streaming, read as ``canonical_key`` reads a call."""
 
     parsed: Any
+
+
+def _one_by_one(calls: list[ToolCall], ids: list[str], rule: str, what: str) -> list[ToolCall]:
+    """The calls read from a resumed history's unanswered entries, when the reader gave one per
+    entry, in order, under its id; else :class:`~toolstitch.errors.RequestError` (``rule``), before
+    anything of them runs."""
+    if [c.id for c in calls] != ids:
+        said = f"the {len(ids)} {what} could not be read one by one; nothing of them was run"
+        raise RequestError([HistoryProblem(None, rule, "error", said)])
+    return calls
 
 
 def _finished(tool_calls: list[dict[str, Any]]) -> dict[str, Any]:
