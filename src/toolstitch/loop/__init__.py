@@ -3,22 +3,9 @@
 
 from __future__ import annotations
 
-from . import _pull, _run, _stream_event
+from . import _pull, _results, _run, _stream_event
 from ._pull import *  # noqa: F403 - the iterator forms, listed in _pull.__all__
-from ._results import (
-    CallAwaitingApproval,
-    CallDispatched,
-    CallFinished,
-    RequestRetried,
-    ResponseReceived,
-    RunEvent,
-    RunResult,
-    Step,
-    StepFinished,
-    StepStarted,
-    StepTimings,
-    StreamAbandoned,
-)
+from ._results import *  # noqa: F403 - the run's result and its events, listed in _results.__all__
 from ._retry import RetryPolicy
 from ._run import *  # noqa: F403 - run and arun
 from ._stream_event import *  # noqa: F403 - StreamEvent
@@ -28,21 +15,10 @@ __all__ = [
     *_run.__all__,
     *_pull.__all__,
     *_stream_event.__all__,
-    "CallAwaitingApproval",
-    "CallDispatched",
-    "CallFinished",
+    *_results.__all__,
     "CallLane",
-    "RequestRetried",
-    "ResponseReceived",
     "RetryPolicy",
-    "RunEvent",
-    "RunResult",
     "Stage",
-    "Step",
-    "StepFinished",
     "StepLane",
-    "StepStarted",
-    "StepTimings",
-    "StreamAbandoned",
     "Timeline",
 ]

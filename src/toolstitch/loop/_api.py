@@ -116,11 +116,7 @@ class ChatAPI(LoopAPI):
         kwargs["messages"] = history
         if loop.definitions:  # tools: [] is rejected (H16): omit the key instead
             kwargs["tools"] = loop.definitions
-        problems = validate_request(kwargs, dialect=loop.dialect)
-        if any(p.severity == "error" for p in problems):
-            raise RequestError(problems)
-        kwargs["stream"] = True
-        return kwargs
+        return _streamed(kwargs, validate_request(kwargs, dialect=loop.dialect))
 
     def answer(self, loop: _Loop, results: Sequence[ToolResult], keys: Sequence[str]) -> None:
         for r, key in zip(results, keys, strict=True):
@@ -189,11 +185,7 @@ class ResponsesAPI(LoopAPI):
             kwargs["tools"] = [flat_tool(t) for t in loop.definitions]
         if kwargs.get("store") is False:
             kwargs["include"] = with_encrypted_reasoning(kwargs.get("include"))
-        problems = validate_input(kwargs["input"], dialect=loop.dialect)
-        if any(p.severity == "error" for p in problems):
-            raise RequestError(problems)
-        kwargs["stream"] = True
-        return kwargs
+        return _streamed(kwargs, validate_input(kwargs["input"], dialect=loop.dialect))
 
     def answer(self, loop: _Loop, results: Sequence[ToolResult], keys: Sequence[str]) -> None:
         for r, key in zip(results, keys, strict=True):
@@ -238,6 +230,15 @@ class ResponsesAPI(LoopAPI):
 
 API_ADAPTERS: dict[str, LoopAPI] = {"chat": ChatAPI(), "responses": ResponsesAPI()}
 """The adapter of each ``api=`` value (the loop picks one when a run starts)."""
+
+
+def _streamed(kwargs: dict[str, Any], problems: Sequence[HistoryProblem]) -> dict[str, Any]:
+    """The request, asking for a stream, once its check found no error: else
+    :class:`~toolstitch.errors.RequestError` (with every problem found), before anything is sent."""
+    if any(p.severity == "error" for p in problems):
+        raise RequestError(problems)
+    kwargs["stream"] = True
+    return kwargs
 
 
 def with_encrypted_reasoning(include: Any) -> Any:

@@ -38,16 +38,10 @@ from typing import TYPE_CHECKING, Any
 
 import openai
 
-from ..client import (
-    StitchedConnection,
-    aopen_connection,
-    is_not_found,
-    open_connection,
-    socket_stream,
-    stitched_connection,
-)
+from ..client import aopen_connection, is_not_found, open_connection, socket_stream, stitched_connection
 
 if TYPE_CHECKING:
+    from ..client import StitchedConnection
     from ._run import _Loop
 
 __all__ = ["MAX_AGE", "Chain"]

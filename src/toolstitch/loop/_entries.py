@@ -1,5 +1,6 @@
-"""The few things the loop reads and writes in history entries (messages, Responses items): their
-top-level keys, read safely from hostile entries, and the correction a ``fail_fast`` step adds."""
+"""The few things the loop reads and writes in history entries (messages, Responses items): the
+caller's entries taken in as plain JSON, their top-level keys, read safely from hostile entries, and
+the correction a ``fail_fast`` step adds."""
 
 from __future__ import annotations
 
@@ -7,10 +8,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..core import ToolCall
+from ..history import to_plain
 
 __all__ = [
     "CALL_ITEMS",
     "OUTPUT_ITEMS",
+    "as_sent",
     "corrected",
     "correction_text",
     "list_field",
@@ -58,6 +61,20 @@ def corrected(history: list[Any], correction: str | None, with_output: bool) -> 
     if role_ok and isinstance(value, list) and not with_output:
         return [*history[:-1], {**last, key: [*value, {"type": "text", "text": correction}]}]
     return [*history, {"role": "user", "content": correction}]
+
+
+def as_sent(entry: Any) -> Any:
+    """A history entry of the caller's as plain JSON values, read the way the SDK serialises it for
+    the request (``history.to_plain``: an SDK model is ``model_dump(mode="json", exclude_unset=True,
+    exclude=__api_exclude__)``, as the SDK's ``openai._utils._transform._transform_recursive`` does;
+    mappings become dicts, tuples lists). So the history a run returns (``RunResult.messages``,
+    ``.input``) is JSON that can be stored, whatever the caller's held: a ``ChatCompletionMessage``
+    appended as it came, the Responses API's output items. The one place the loop takes the
+    caller's history in; an entry that cannot be read stays as it is, for the request's check."""
+    try:
+        return to_plain(entry)[0]
+    except Exception:
+        return entry
 
 
 def plain_entry(value: Any) -> dict[str, Any]:

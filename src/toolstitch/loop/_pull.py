@@ -78,6 +78,17 @@ def _no_on_event(options: dict[str, Any]) -> None:
         raise TypeError("run_events() hands out the events itself; do not pass on_event")
 
 
+def _handed(kind: str, value: Any) -> RunEvent | RunFinished:
+    """What the reader gets for one item a run handed over (``"event"``, ``"result"`` or
+    ``"error"``), the same for both twins: the event, the result as the last event, or the run's
+    error raised."""
+    if kind == "event":
+        return value  # type: ignore[no-any-return]
+    if kind == "result":
+        return RunFinished(value)
+    raise value
+
+
 class _Handoff:
     """Events from the worker (and the executor's threads) to the reader, under one condition."""
 
@@ -153,14 +164,10 @@ def run_events(client: Any, **options: Any) -> Generator[RunEvent | RunFinished,
     worker.start()
     try:
         while True:
-            kind, value = handoff.take()
-            if kind == "event":
-                yield value
-            elif kind == "result":
-                yield RunFinished(value)
+            item = _handed(*handoff.take())
+            yield item
+            if type(item) is RunFinished:
                 return
-            else:
-                raise value
     finally:
         handoff.leave()
         worker.join()
@@ -229,14 +236,10 @@ async def arun_events(client: Any, **options: Any) -> AsyncGenerator[RunEvent | 
     task = asyncio.ensure_future(work())
     try:
         while True:
-            kind, value = await handoff.take()
-            if kind == "event":
-                yield value
-            elif kind == "result":
-                yield RunFinished(value)
+            item = _handed(*await handoff.take())
+            yield item
+            if type(item) is RunFinished:
                 return
-            else:
-                raise value
     finally:
         if not task.done():
             task.cancel()

@@ -21,11 +21,12 @@ if TYPE_CHECKING:
     from openai.types.chat import ChatCompletionMessageParam
     from openai.types.responses import ResponseInputItemParam
 
+# What ``toolstitch.loop`` exports from here; ``EventHook``, ``StopReason`` and ``trace`` are read by
+# the loop's own modules only.
 __all__ = [
     "CallAwaitingApproval",
     "CallDispatched",
     "CallFinished",
-    "EventHook",
     "RequestRetried",
     "ResponseReceived",
     "RunEvent",
@@ -34,9 +35,7 @@ __all__ = [
     "StepFinished",
     "StepStarted",
     "StepTimings",
-    "StopReason",
     "StreamAbandoned",
-    "trace",
 ]
 
 StopReason = Literal["done", "max_steps", "max_corrections", "awaiting_approval"]

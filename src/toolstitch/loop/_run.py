@@ -1,9 +1,10 @@
 """The run loop: stream, seal, gate, execute, append results, ask again.
 
 ``run`` (sync) and ``arun`` (async) are thin twins over one shared core: ``_Loop`` holds the run's
-state and ``_Turn`` one step's, and every decision and all bookkeeping live there. The twins hold only
-the I/O (sending the request, reading the stream, executing the calls, sleeping between attempts), so
-they cannot drift apart. One step is:
+state and ``_Turn`` one step's, and every decision and all bookkeeping live there. The run's order is
+one generator (``_flow.py``) that yields its I/O (sending the request, reading the stream, executing
+the calls, sleeping between attempts); the twins only perform it, blocking or awaiting, so they
+cannot drift apart. One step is:
 
 1. stream a request with ``tools=box.definitions()`` through a ``ts.wrap``-ped client (the caller's
    client is wrapped when it is not already), retrying with tenacity when the request fails before
@@ -67,11 +68,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sys
-import threading
-import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, overload
 
@@ -99,7 +97,6 @@ from ..history import (
     Dialect,
     HistoryProblem,
     get_dialect,
-    to_plain,
     validate_request,
 )
 from ..tools import (
@@ -116,7 +113,6 @@ from ..tools import (
     Toolbox,
     ToolResult,
     admit,
-    aexecute,
     approval_problems,
     async_twin_of,
     bound,
@@ -126,7 +122,6 @@ from ..tools import (
     check_arguments,
     current,
     duplicate_ids,
-    execute,
     record_waiting,
     remember_ledger,
     remembered_ledger,
@@ -134,7 +129,17 @@ from ..tools import (
 )
 from ._api import API_ADAPTERS, LoopAPI, wrapped_client
 from ._chain import Chain
-from ._entries import CALL_ITEMS, OUTPUT_ITEMS, corrected, correction_text, list_field, plain_entry, text_of
+from ._entries import (
+    CALL_ITEMS,
+    OUTPUT_ITEMS,
+    as_sent,
+    corrected,
+    correction_text,
+    list_field,
+    plain_entry,
+    text_of,
+)
+from ._flow import adrive, drive, run_flow
 from ._results import (
     CallAwaitingApproval,
     CallDispatched,
@@ -224,20 +229,6 @@ def _toolbox_of(value: Any) -> tuple[Toolbox, bool]:
     )
 
 
-def _as_sent(entry: Any) -> Any:
-    """A history entry of the caller's as plain JSON values, read the way the SDK serialises it for
-    the request (``history.to_plain``: an SDK model is ``model_dump(mode="json", exclude_unset=True,
-    exclude=__api_exclude__)``, as the SDK's ``openai._utils._transform._transform_recursive`` does;
-    mappings become dicts, tuples lists). So the history a run returns (``RunResult.messages``,
-    ``.input``) is JSON that can be stored, whatever the caller's held: a ``ChatCompletionMessage``
-    appended as it came, the Responses API's output items. The one place the loop takes the
-    caller's history in; an entry that cannot be read stays as it is, for the request's check."""
-    try:
-        return to_plain(entry)[0]
-    except Exception:
-        return entry
-
-
 class _Loop:
     """State shared by both twins: history, ledger keys, steps, corrections, events."""
 
@@ -269,7 +260,7 @@ class _Loop:
                 messages = list(messages)  # None is refused just below
             except TypeError:  # None, a number...: say so as validate_request does
                 raise RequestError(validate_request(messages=messages)) from None
-        self.history: list[Any] = [_as_sent(entry) for entry in messages]
+        self.history: list[Any] = [as_sent(entry) for entry in messages]
         self.model = options.model
         self.max_steps = max_steps
         self.approvals, problems = validated_approvals(options.approvals)
@@ -366,12 +357,13 @@ class _Loop:
             return None  # answered from the cache after the seal: nothing to start
         return verdict, parsed
 
-    def taken_ids(self) -> set[str]:
-        """Every call id the history carries (calls and their answers, both APIs)."""
+    def taken_ids(self, answers: tuple[str, ...] = ("tool_call_id", "call_id")) -> set[str]:
+        """Every call id the history carries: an assistant message's calls, and the answers under
+        the keys ``answers`` (by default both APIs')."""
         taken: set[str] = set()
         for earlier in self.history:
             data = plain_entry(earlier)
-            for key in ("tool_call_id", "call_id"):
+            for key in answers:
                 if isinstance(data.get(key), str):
                     taken.add(data[key])
             for c in list_field(data.get("tool_calls")):
@@ -392,25 +384,12 @@ class _Loop:
         the saved history) on the same keys.
         """
         d = get_dialect(self.dialect)
-        taken: set[str] = set()
-        for earlier in self.history:
-            data = plain_entry(earlier)
-            if isinstance(data.get("tool_call_id"), str):
-                taken.add(data["tool_call_id"])
-            for c in list_field(data.get("tool_calls")):
-                if isinstance(plain_entry(c).get("id"), str):
-                    taken.add(plain_entry(c)["id"])
+        taken = self.taken_ids(("tool_call_id",))
         renamed: dict[str, str] = {}
         for c in message.get("tool_calls") or []:
             call_id = c.get("id")
             if isinstance(call_id, str) and call_id in taken:
-                fresh = d.fresh_id(f"{call_id}:{len(self.history)}", taken)
-                logger.warning(
-                    "the provider reused tool call id %r from an earlier turn; it is %r in the history",
-                    call_id,
-                    fresh,
-                )
-                c["id"] = renamed[call_id] = fresh
+                c["id"] = renamed[call_id] = self._fresh_id(d, call_id, taken, "tool call id", "history")
             if isinstance(c.get("id"), str):
                 taken.add(c["id"])
         self.renamed = renamed
@@ -438,17 +417,20 @@ class _Loop:
             if item.get("type") not in CALL_ITEMS or not isinstance(call_id, str):
                 continue
             if call_id in taken:
-                fresh = d.fresh_id(f"{call_id}:{len(self.history)}", taken)
-                logger.warning(
-                    "the provider reused call_id %r from an earlier turn; it is %r in the input",
-                    call_id,
-                    fresh,
-                )
-                item["call_id"] = renamed[call_id] = fresh
+                item["call_id"] = renamed[call_id] = self._fresh_id(d, call_id, taken, "call_id", "input")
             taken.add(item["call_id"])
         self.renamed = renamed
         ids = [valid_unicode(c.id or "") for c in calls]  # as ``response_items`` wrote them
         return [renamed.get(i, i) for i in ids]
+
+    def _fresh_id(self, dialect: Dialect, call_id: str, taken: set[str], named: str, where: str) -> str:
+        """A fresh id for ``call_id``, which an earlier turn already carries (``taken``), said in the
+        log: ``named`` is what the API calls the id, ``where`` what it calls the history."""
+        fresh = dialect.fresh_id(f"{call_id}:{len(self.history)}", taken)
+        logger.warning(
+            "the provider reused %s %r from an earlier turn; it is %r in the %s", named, call_id, fresh, where
+        )
+        return fresh
 
     def append_results(self, results: Sequence[ToolResult], keys: Sequence[str]) -> None:
         """The tool messages of ``results`` join the history, answering the ids it carries
@@ -512,12 +494,8 @@ class _Loop:
         calls = [
             found for entry in todo for found in calls_of(_finished([entry]), tools=self.definitions or None)
         ]
-        if [c.id for c in calls] != [c["id"] for c in todo]:
-            said = (
-                f"the {len(todo)} unanswered calls of the last assistant message could not be read one by one"
-            )
-            raise RequestError([HistoryProblem(None, "H00", "error", said + "; nothing of them was run")])
-        return calls
+        ids = [c["id"] for c in todo]
+        return _one_by_one(calls, ids, "H00", "unanswered calls of the last assistant message")
 
     def pending_items(self) -> list[ToolCall] | None:
         """The unanswered ``function_call`` items of a Responses input, read by the Responses reader
@@ -532,13 +510,8 @@ class _Loop:
             return None
         reader = ResponseAccumulator(self.definitions or None)
         reader.read_response({"status": "completed", "output": items})
-        calls = list(reader.tool_calls)
-        if [c.id for c in calls] != [i["call_id"] for i in items]:
-            said = (
-                f"the {len(items)} unanswered function_call items of the input could not be read one by one"
-            )
-            raise RequestError([HistoryProblem(None, "R00", "error", said + "; nothing of them was run")])
-        return calls
+        ids = [i["call_id"] for i in items]
+        return _one_by_one(list(reader.tool_calls), ids, "R00", "unanswered function_call items of the input")
 
     def duplicate_ids(self) -> list[str]:
         """The call ids the trailing assistant message carries more than once. Such a history is
@@ -1010,6 +983,21 @@ class _Parsed:
     parsed: Any
 
 
+def _one_by_one(calls: list[ToolCall], ids: list[str], rule: str, what: str) -> list[ToolCall]:
+    """The calls read from a resumed history's unanswered entries, when the reader gave one per
+    entry, in order, under its id; else :class:`~toolstitch.errors.RequestError` (``rule``), before
+    anything of them runs."""
+    if [c.id for c in calls] != ids:
+        said = f"the {len(ids)} {what} could not be read one by one; nothing of them was run"
+        raise RequestError([HistoryProblem(None, rule, "error", said)])
+    return calls
+
+
+def _finished(tool_calls: list[dict[str, Any]]) -> dict[str, Any]:
+    """A finished completion of one assistant message holding ``tool_calls`` (for ``calls_of``)."""
+    return {"choices": [{"index": 0, "message": {"tool_calls": tool_calls}, "finish_reason": "tool_calls"}]}
+
+
 # ----------------------------------------------------------------------------- run and arun
 
 
@@ -1086,7 +1074,7 @@ def run(
     wrapped = wrapped_client(client, want_async=False, api=options.api, transport=options.transport)
     loop = _Loop(options)
     loop.over(wrapped)
-    return _drive(_run_flow(loop, wrapped, options.model), loop)
+    return drive(run_flow(loop, wrapped, options.model), loop)
 
 
 @overload
@@ -1102,199 +1090,8 @@ async def arun(client: Any, **options: Any) -> RunResult:
     wrapped = wrapped_client(client, want_async=True, api=opts.api, transport=opts.transport)
     loop = _Loop(opts)
     loop.over(wrapped)
-    return await _adrive(_run_flow(loop, wrapped, opts.model), loop)
+    return await adrive(run_flow(loop, wrapped, opts.model), loop)
 
 
 # help(arun) shows run's keywords (the overloads above are what a type checker reads).
 async_twin_of(run)(arun)
-
-
-# ----------------------------------------------------------------------------- the flow and its drivers
-#
-# The run is written once, as a generator, in the manner of httpx's auth flow (``Auth.auth_flow``
-# driven by ``sync_auth_flow`` and ``async_auth_flow``): every decision is here and in _Loop and
-# _Turn; every I/O is an operation the flow yields, ``(kind, *arguments)``, which ``run``'s driver
-# performs blocking and ``arun``'s awaiting, sending the outcome back (or throwing its exception in).
-
-_Op = tuple[Any, ...]
-_Flow = Generator[_Op, Any, Any]
-_END = object()  # what "next" answers at the end of the stream
-
-
-def _finished(tool_calls: list[dict[str, Any]]) -> dict[str, Any]:
-    """A finished completion of one assistant message holding ``tool_calls`` (for ``calls_of``)."""
-    return {"choices": [{"index": 0, "message": {"tool_calls": tool_calls}, "finish_reason": "tool_calls"}]}
-
-
-def _run_flow(loop: _Loop, wrapped: Any, model: str) -> Generator[_Op, Any, RunResult]:
-    """The whole run: the resumed step 0 (if the history ends with unanswered calls), then steps."""
-    now_, waiting = yield ("io", loop.plan_resume, loop.pending())
-    if now_ or waiting:
-        t0 = now()
-        results = (yield ("execute", now_, loop.resume_kwargs(now_))) if now_ else []
-        loop.resumed(now_, results, t0, bool(waiting))
-    if waiting:
-        yield ("io", loop.defer, 0)
-        return loop.result("awaiting_approval")
-    for index in loop.step_indices():
-        stop = yield from _step_flow(loop, wrapped, model, index)
-        if stop is not None:
-            return loop.result(stop)
-    return loop.result("max_steps")
-
-
-def _step_flow(loop: _Loop, wrapped: Any, model: str, index: int) -> Generator[_Op, Any, StopReason | None]:
-    """One step: the request (retried with tenacity, its waits yielded), the stream, the calls."""
-    turn = loop.begin_step(index)
-    turn.resume_from = yield ("io", turn.recorded_background)
-    waits: list[float] = []  # tenacity's sleeps, performed by the driver
-    for attempt in tenacity.Retrying(sleep=waits.append, **turn.retrying_kwargs()):
-        if waits:
-            yield ("sleep", waits.pop())
-        with attempt:
-            turn.attempt_started((yield ("aio",)))
-            try:
-                turn.stream = stream = yield ("send", turn, wrapped, model)
-                yield from _read_flow(loop, turn, stream)
-            except BaseException as exc:
-                turn.attempt_failed(exc)
-                raise
-    if turn.abandoned is not None:
-        return turn.abandon()
-    stop = turn.received()
-    if stop is not None:
-        return stop
-    calls = turn.to_run()
-    results = (yield ("execute", calls, turn.execute_kwargs())) if calls else []
-    stop = turn.executed(results)
-    if turn.waiting:
-        yield ("io", loop.defer, index)
-    return stop
-
-
-def _read_flow(loop: _Loop, turn: _Turn, stream: Any) -> _Flow:
-    """``with stream:`` read its events, then its final answer; ``fail_fast`` leaves early (closing
-    the stream at once)."""
-    yield ("enter", stream)
-    try:
-        with turn.reading():
-            events = yield ("events", stream)
-            try:
-                while (event := (yield ("next", events))) is not _END:
-                    turn.streamed(event)
-                    if loop.pace is not None:
-                        yield ("pace",)
-                    if turn.abandoned is not None:
-                        break
-            except GeneratorExit:
-                raise
-            except BaseException:
-                yield ("close", events)
-                raise
-            yield ("close", events)  # as leaving a ``for`` loop does, before the stream closes
-            if turn.abandoned is None:
-                turn.completion = yield ("final", stream)
-    except GeneratorExit:
-        raise
-    except BaseException:
-        if not (yield ("exit", stream, sys.exc_info())):
-            raise
-    else:
-        yield ("exit", stream, (None, None, None))
-
-
-_SYNC: dict[str, Callable[..., Any]] = {
-    "next": lambda loop, it: next(it, _END),
-    "pace": lambda loop: None,
-    "io": lambda loop, fn, *args: fn(*args),
-    "execute": lambda loop, calls, kwargs: execute(loop.box, calls, **kwargs),
-    "aio": lambda loop: None,
-    "sleep": lambda loop, seconds: time.sleep(seconds),
-    "send": lambda loop, turn, wrapped, model: turn.send(wrapped, model),
-    "enter": lambda loop, stream: stream.__enter__(),
-    "exit": lambda loop, stream, exc_info: stream.__exit__(*exc_info),
-    "events": lambda loop, stream: iter(stream.events()),
-    "close": lambda loop, events: getattr(events, "close", lambda: None)(),
-    "final": lambda loop, stream: loop.api.final(stream),
-}
-
-
-async def _await_op(loop: _Loop, op: _Op) -> Any:
-    """One operation of the flow, awaited (``arun``)."""
-    kind = op[0]
-    if kind == "next":
-        return await anext(op[1], _END)
-    if kind == "pace":
-        return await loop.pace() if loop.pace is not None else None
-    if kind == "io":
-        return await loop.ledger._io(op[1], *op[2:])
-    if kind == "execute":
-        return await aexecute(loop.box, op[1], **op[2])
-    if kind == "aio":
-        return asyncio.get_running_loop()
-    if kind == "sleep":
-        return await asyncio.sleep(op[1])
-    if kind == "send":
-        return await op[1].send(op[2], op[3])
-    if kind == "enter":
-        return await op[1].__aenter__()
-    if kind == "exit":
-        return await op[1].__aexit__(*op[2])
-    if kind == "events":
-        return op[1].events().__aiter__()
-    if kind == "close":
-        aclose = getattr(op[1], "aclose", None)
-        return await aclose() if aclose is not None else None
-    return await loop.api.afinal(op[1])  # "final"
-
-
-class _Driven:
-    """A flow between two of its operations: what to send back into it, or throw in."""
-
-    def __init__(self, flow: Generator[_Op, Any, RunResult]) -> None:
-        self.flow = flow
-        self.sent: Any = None
-        self.error: BaseException | None = None
-        self.result: Any = None
-
-    def next_op(self) -> _Op | None:
-        """The flow's next operation, or None when it returned (``result``) or raised."""
-        try:
-            op = self.flow.send(self.sent) if self.error is None else self.flow.throw(self.error)
-        except StopIteration as done:
-            self.result = done.value
-            return None
-        self.sent, self.error = None, None
-        return op
-
-
-def _drive(flow: Generator[_Op, Any, RunResult], loop: _Loop) -> RunResult:
-    """``run``'s driver: each operation performed blocking."""
-    driven = _Driven(flow)
-    try:
-        while (op := driven.next_op()) is not None:
-            try:
-                driven.sent = _SYNC[op[0]](loop, *op[1:])
-            except BaseException as exc:
-                driven.error = exc
-    finally:
-        loop.chain.close()  # the run's own WebSocket connection, if it opened one
-        if loop.owns_box:  # a toolbox the run made from a list: its threads end with the run
-            loop.box.close()
-    return driven.result  # type: ignore[no-any-return]
-
-
-async def _adrive(flow: Generator[_Op, Any, RunResult], loop: _Loop) -> RunResult:
-    """``arun``'s driver: each operation awaited."""
-    driven = _Driven(flow)
-    try:
-        while (op := driven.next_op()) is not None:
-            try:
-                driven.sent = await _await_op(loop, op)
-            except BaseException as exc:
-                driven.error = exc
-    finally:
-        await loop.chain.aclose()
-        if loop.owns_box:  # closed off the event loop: ``close`` may wait for a tool past its timeout
-            threading.Thread(target=loop.box.close, name="toolstitch-close", daemon=True).start()
-    return driven.result  # type: ignore[no-any-return]

@@ -533,7 +533,8 @@ class ClaimLedger(abc.ABC):
 
     async def aacquire(self, key: str, fp: str, name: str, *, read_only: bool) -> Verdict:
         """:meth:`acquire` on the async primitives (``atry_claim``, ``atake_over``, ``aget``). A claim
-        won by a caller that was cancelled meanwhile is released (the tool never started)."""
+        won by a caller that was cancelled meanwhile is released (the tool never started:
+        :meth:`_release_won`)."""
         if not self.blocking_io:
             return self.acquire(key, fp, name, read_only=read_only)
         future = asyncio.ensure_future(self._adecide(key, fp, name, read_only))
@@ -545,11 +546,16 @@ class ClaimLedger(abc.ABC):
                 if not done.cancelled() and done.exception() is None:
                     verdict = done.result()
                     if verdict.action == "run" and verdict.owner is not None:
-                        with contextlib.suppress(Exception):
-                            self.release(key, fp, verdict.owner)
+                        self._release_won(key, fp, verdict.owner)
 
             future.add_done_callback(undo)
             raise
+
+    def _release_won(self, key: str, fp: str, owner: str) -> None:
+        """Release a claim :meth:`aacquire` won for a caller cancelled meanwhile, from the done
+        callback of its decision (so it must not block for long, nor raise)."""
+        with contextlib.suppress(Exception):
+            self.release(key, fp, owner)
 
     async def afinish(self, key: str, fp: str, owner: str, result: StoredResult) -> bool:
         """:meth:`finish` without blocking the event loop."""
@@ -564,7 +570,8 @@ class ClaimLedger(abc.ABC):
         await self._io(self.abandon, key, fp, owner)
 
     async def await_change(self, key: str, fp: str, timeout: float | None) -> None:
-        """The async :meth:`wait`: polls :meth:`get` with backoff, sleeping on the event loop."""
+        """The async :meth:`wait`: polls the entry (``aget``) with backoff (5 ms doubling to 250 ms),
+        sleeping on the event loop, until it is finished, stale or gone, or ``timeout`` passed."""
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
         delay = 0.005

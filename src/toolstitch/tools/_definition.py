@@ -357,6 +357,14 @@ class ToolOptions(TypedDict, total=False):
     isolation: Isolation | None
 
 
+class _DecoratorOptions(ToolOptions, total=False):
+    """What ``@tool(...)`` takes besides :class:`ToolOptions`: a raw schema, or a custom tool."""
+
+    parameters: Mapping[str, Any] | None
+    custom: bool
+    format: Mapping[str, Any] | None
+
+
 @dataclass(frozen=True, slots=True)
 class _Options:
     """:class:`ToolOptions` with their defaults, checked once."""
@@ -874,26 +882,11 @@ def _split_call_param(fn: Callable[..., Any]) -> tuple[str | None, list[str]]:
 def tool(fn: Callable[_P, _R], /) -> Tool[_P, _R]: ...
 
 
-# The overload and the implementation below repeat the options on purpose: a type checker needs
-# the overload, and help() shows the implementation; from there on they travel as one ToolOptions.
+# A type checker reads the options of the overload below from ``_DecoratorOptions``; help() shows
+# the implementation's, spelled out; from there on they travel as one ToolOptions.
 @overload
 def tool(
-    fn: None = None,
-    /,
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    read_only: bool = False,
-    timeout: float | None = None,
-    confirm: bool = False,
-    eager: bool | None = None,
-    strict: bool | None = None,
-    parameters: Mapping[str, Any] | None = None,
-    warm: Callable[[], Any] | None = None,
-    cache: float | None = None,
-    isolation: Isolation | None = None,
-    custom: bool = False,
-    format: Mapping[str, Any] | None = None,
+    fn: None = None, /, **options: Unpack[_DecoratorOptions]
 ) -> Callable[[Callable[_P, _R]], Tool[_P, _R]]: ...
 
 

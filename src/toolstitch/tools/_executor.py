@@ -5,7 +5,7 @@ docs/design.md): admitted by the gate (``prepare``), claimed on the ledger (:fun
 claim per call id and fingerprint), confirmed (:func:`_confirm`), answered by the cache
 (:func:`_from_cache`, after the confirmation, so a cached answer never skips the question),
 launched within its bounds (:func:`_launch`, the one caller of :func:`_dispatch`, the one place a
-function is handed to a worker, behind the start gate of :class:`_Clock`), and recorded
+function is handed to a worker, behind the start gate of ``_job.py``'s ``Clock``), and recorded
 (``_Batch.finish``: the cache, the span, the claim, the hook). A sealed call takes it in
 :func:`_run_job`; an eager start (:class:`EagerStarts`, a ``read_only`` tool that needs no
 confirmation) takes the same steps up to the launch before its stream is sealed, and the sealed call
@@ -52,23 +52,22 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import contextlib
 import contextvars
 import inspect
 import logging
 import queue
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..core import ToolCall, now
 from ..errors import OutcomeUnknown, ToolError
 from ._approval import Approval, Deny, check_record
 from ._cache import ResultCache, cached
-from ._cancel import CancelToken
 from ._claim import ClaimLedger, LedgerEntry, Verdict, fingerprint, fingerprint_of, stored_result
 from ._definition import Tool
+from ._futures import cancel_anywhere, here, in_thread, running_loop, submit
 from ._gate import (
     Admission,
     Refusal,
@@ -79,12 +78,13 @@ from ._gate import (
     not_approved,
     outcome_unknown,
 )
+from ._job import NEVER, Clock, Job, cancel_token, run_timings, stream_timings, warn, with_call
 from ._process import ENDED, NOT_BEGUN, ProcessCall, ProcessWorkers
 from ._result import CallTimings, ResultStatus, ToolResult
 from ._runtime import is_async_callable
 from ._telemetry import activated, current_context, end_tool, span_context, start_tool
 from ._twins import async_twin_of, bound
-from ._warm import WarmUp, await_for, wait_for
+from ._warm import await_for, wait_for
 
 if TYPE_CHECKING:
     from ._toolbox import Toolbox
@@ -136,58 +136,14 @@ def _text_of(exc: BaseException) -> str:
 # ----------------------------------------------------------------------------- invoking
 
 
-class _Clock:
-    """Filled in by the worker: when the function really started and ended. ``context`` is the
-    OpenTelemetry context the function runs in (its ``execute_tool`` span current), or None.
-    ``warm``/``warm_limit``: the tool's warm-up, waited for (at most that long) before it starts;
-    ``warm_wait`` the seconds that took.
-
-    It is also the call's start gate: the worker calls :meth:`begin` right before the function and
-    the batch calls :meth:`give_up` when it stops waiting; whichever comes first wins, under one
-    lock. So a call reported ``not_started`` (or ``timeout`` before it began) never starts later,
-    however long its warm-up or its place in the queue kept it."""
-
-    __slots__ = ("_gate", "_state", "context", "finished_at", "started_at", "warm", "warm_limit", "warm_wait")
-
-    def __init__(self) -> None:
-        self.started_at: float | None = None
-        self.finished_at: float | None = None
-        self.context: Any = None
-        self.warm: WarmUp | None = None
-        self.warm_limit = 0.0
-        self.warm_wait = 0.0
-        self._gate = threading.Lock()
-        self._state = "waiting"  # then "running" (the function began) or "given_up" (it never will)
-
-    def begin(self) -> bool:
-        """The worker is about to call the function: False when the call was given up (it must not)."""
-        with self._gate:
-            if self._state != "waiting":
-                return False
-            self._state = "running"
-            self.started_at = now()
-            return True
-
-    def give_up(self) -> bool:
-        """Nobody waits for the call any more; True when its function had not begun (it never will)."""
-        with self._gate:
-            if self._state == "waiting":
-                self._state = "given_up"
-            return self._state == "given_up"
-
-
-_NEVER = object()
-"""What a worker returns for a call given up before its function began."""
-
-
 async def _await(value: Awaitable[Any]) -> Any:
     return await value
 
 
-def _invoke_sync(fn: Callable[..., Any], kwargs: Mapping[str, Any], clock: _Clock) -> Any:
+def _invoke_sync(fn: Callable[..., Any], kwargs: Mapping[str, Any], clock: Clock) -> Any:
     clock.warm_wait = wait_for(clock.warm, clock.warm_limit)
     if not clock.begin():
-        return _NEVER
+        return NEVER
     try:
         with activated(clock.context):
             value = fn(**kwargs)
@@ -203,7 +159,7 @@ def _invoke_process(
     handle: ProcessCall,
     fn: Callable[..., Any],
     kwargs: Mapping[str, Any],
-    clock: _Clock,
+    clock: Clock,
 ) -> Any:
     """A sync tool with ``isolation="process"``, from a thread of the pool: it waits for a worker
     process, passes the start gate, and waits for the function's reply (``_process.py``). No
@@ -213,13 +169,13 @@ def _invoke_process(
     finally:
         if clock.started_at is not None:
             clock.finished_at = now()
-    return _NEVER if value is NOT_BEGUN else value
+    return NEVER if value is NOT_BEGUN else value
 
 
-async def _invoke_async(fn: Callable[..., Any], kwargs: Mapping[str, Any], clock: _Clock) -> Any:
+async def _invoke_async(fn: Callable[..., Any], kwargs: Mapping[str, Any], clock: Clock) -> Any:
     clock.warm_wait = await await_for(clock.warm, clock.warm_limit)
     if not clock.begin():
-        return _NEVER
+        return NEVER
     try:
         with activated(clock.context):
             return await fn(**kwargs)
@@ -227,12 +183,12 @@ async def _invoke_async(fn: Callable[..., Any], kwargs: Mapping[str, Any], clock
         clock.finished_at = now()
 
 
-def _dispatch(box: Toolbox, job: _Job, loop: asyncio.AbstractEventLoop) -> Any:
+def _dispatch(box: Toolbox, job: Job, loop: asyncio.AbstractEventLoop) -> Any:
     """Start the job's tool: a sync tool in the pool (a ``concurrent.futures.Future``), an async one
     as a task of ``loop``; a sync tool with ``isolation="process"`` from the pool in a worker process,
     whose handle the job keeps (``job.process``: :func:`_stop` kills it). The tool's warm-up is
     started now if nothing started it before; the function waits for it first (at most
-    ``warm_timeout``), then passes the start gate (:class:`_Clock`). This is the one place a tool's
+    ``warm_timeout``), then passes the start gate (:class:`Clock`). This is the one place a tool's
     function is handed to a thread, a process or a loop."""
     t, kwargs, clock = job.tool, job.kwargs, job.clock
     if t.warm is not None:
@@ -246,65 +202,7 @@ def _dispatch(box: Toolbox, job: _Job, loop: asyncio.AbstractEventLoop) -> Any:
             job.process = workers.call()
             return runtime.pool.submit(ctx.run, _invoke_process, workers, job.process, t.fn, kwargs, clock)
         return runtime.pool.submit(ctx.run, _invoke_sync, t.fn, kwargs, clock)
-    return _submit(loop, _invoke_async(t.fn, kwargs, clock))  # thread-safely from a sync run's reader
-
-
-def _running_loop() -> asyncio.AbstractEventLoop | None:
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
-
-
-def _cancel(future: Any) -> None:
-    """Cancel a tool's or a flow's future from any thread (an asyncio one in its own loop)."""
-    if isinstance(future, asyncio.Future) and future.get_loop() is not _running_loop():
-        with contextlib.suppress(RuntimeError):  # its loop is closed: nothing runs there any more
-            future.get_loop().call_soon_threadsafe(future.cancel)
-        return
-    future.cancel()
-
-
-def _here(future: Any) -> asyncio.Future[Any]:
-    """``future`` as an asyncio future of the running loop (an asyncio future of another loop, or a
-    ``concurrent.futures.Future``, is mirrored; cancelling the mirror does not cancel it)."""
-    loop = asyncio.get_running_loop()
-    if isinstance(future, asyncio.Future):
-        if future.get_loop() is loop:
-            return future
-        mirror: concurrent.futures.Future[Any] = concurrent.futures.Future()
-
-        def copy(done: asyncio.Future[Any]) -> None:
-            if mirror.done():
-                return
-            error = None if done.cancelled() else done.exception()
-            if done.cancelled():
-                mirror.cancel()
-            elif error is not None:
-                mirror.set_exception(error)
-            else:
-                mirror.set_result(done.result())
-
-        future.get_loop().call_soon_threadsafe(future.add_done_callback, copy)
-        future = mirror
-    return asyncio.wrap_future(future)
-
-
-def _with_call(admission: Admission, call: ToolCall) -> dict[str, Any]:
-    """The function's keyword arguments: the admitted ones, the call (when it asks for it), and a
-    fresh :class:`CancelToken` (when it asks for one)."""
-    t = admission.tool
-    kwargs = admission.kwargs if t.call_param is None else {**admission.kwargs, t.call_param: call}
-    if t.cancel_param is not None:
-        kwargs = {**kwargs, t.cancel_param: CancelToken()}
-    return kwargs
-
-
-def _cancel_token(t: Tool, kwargs: Mapping[str, Any], reason: str) -> None:
-    """Cancel the token handed to the call of ``t`` with ``kwargs``, if it asked for one."""
-    token = kwargs.get(t.cancel_param) if t.cancel_param is not None else None
-    if isinstance(token, CancelToken):
-        token.cancel(reason)
+    return submit(loop, _invoke_async(t.fn, kwargs, clock))  # thread-safely from a sync run's reader
 
 
 # ----------------------------------------------------------------------------- the door
@@ -312,47 +210,6 @@ def _cancel_token(t: Tool, kwargs: Mapping[str, Any], reason: str) -> None:
 _Final = Callable[[ToolCall, CallTimings], ToolResult]
 """A call's final result before its tool ran (reused, refused, cached), made for the call that
 receives it: an eager start's call, or the sealed call that adopts it."""
-
-
-@dataclass(slots=True, eq=False)
-class _Job:
-    """One admitted call on its way through the door."""
-
-    index: int
-    call: ToolCall
-    tool: Tool
-    kwargs: dict[str, Any]
-    key: str
-    fp: str
-    timings: CallTimings
-    clock: _Clock = field(default_factory=_Clock)
-    started: Started | None = None
-    """The eager start this job adopted (its claim, its cache answer, its running function)."""
-    launched_at: float = 0.0
-    owner: str | None = None
-    """The ledger claim this job holds (None without a ledger, or once it is settled)."""
-    future: Any = None
-    """The tool's own future once launched (``concurrent.futures.Future`` or ``asyncio.Task``)."""
-    never_started: bool = False
-    """The function never began (given up while queued or warming, or never launched)."""
-    closed: bool = False
-    """Nobody waits for this job any more (out of time, interrupted, discarded): it must never
-    launch its tool, even when a confirmation that swallowed its cancellation answers later."""
-    span: Any = None
-    """Its ``execute_tool`` span (OpenTelemetry) once the tool was launched, until its result."""
-    cache_key: str | None = None
-    """Where its ``ok`` result is stored in the run's result cache (``@tool(cache=...)``)."""
-    parent: Any = None
-    """The OpenTelemetry context its span is a child of."""
-    pool: Any = None
-    """The worker pool its sync function was handed to (``_workers.Workers``): told to stop
-    counting a thread nobody waits for."""
-    parsed: Any = None
-    """The call's parsed arguments (an eager start's, before its call is sealed, as the seal will
-    parse them): what its cache key is made of."""
-    process: ProcessCall | None = None
-    """A process tool's hold on its worker process (``_process.py``): :func:`_stop` ends it, which
-    kills the process running the function."""
 
 
 @dataclass(slots=True, eq=False)
@@ -366,7 +223,7 @@ class _Door:
     ledger: ClaimLedger | None
     cache: ResultCache | None
 
-    async def settle_claim(self, job: _Job, result: ToolResult | None) -> None:
+    async def settle_claim(self, job: Job, result: ToolResult | None) -> None:
         """End the job's claim: finished with an outcome, released when the tool never began,
         abandoned (outcome unknown) when it began and its outcome is lost. ``None``: interrupted."""
         ledger, owner = self.ledger, job.owner
@@ -389,7 +246,7 @@ class _Door:
             )
 
 
-async def _claim(door: _Door, job: _Job) -> _Final | None:
+async def _claim(door: _Door, job: Job) -> _Final | None:
     """Claim the job's call (see :mod:`._claim`). None: this job owns the claim and runs the tool;
     else its final result (reused, outcome unknown, still in progress elsewhere, ledger down). A
     duplicate waits for the winner at most the tool's timeout."""
@@ -411,13 +268,13 @@ async def _claim(door: _Door, job: _Job) -> _Final | None:
     return _decided(job, verdict)
 
 
-def _unclaimed(job: _Job, exc: Exception) -> _Final:
+def _unclaimed(job: Job, exc: Exception) -> _Final:
     """The ledger failed to claim the call: it is refused (nothing runs that was not claimed)."""
     logger.warning("the ledger could not claim call %s: %s: %s", job.call.id, type(exc).__name__, exc)
     return _refusing(ledger_unavailable(job.call, exc))
 
 
-def _decided(job: _Job, verdict: Verdict) -> _Final | None:
+def _decided(job: Job, verdict: Verdict) -> _Final | None:
     """What the ledger's verdict means for the job: None when it owns the claim (it runs)."""
     if verdict.action == "run":
         job.owner = verdict.owner
@@ -430,7 +287,7 @@ def _decided(job: _Job, verdict: Verdict) -> _Final | None:
     return lambda call, timings: _refused(call, in_progress(call), timings)
 
 
-def _from_cache(door: _Door, job: _Job) -> _Final | None:
+def _from_cache(door: _Door, job: Job) -> _Final | None:
     """The cache's answer to the job's call (None: the tool runs). Keyed by the tool's identity
     and the canonical arguments (``_cache.py``); the job keeps the key to store its ``ok`` result."""
     key, hit = cached(door.cache, job.tool, job)
@@ -446,7 +303,7 @@ def _from_cache(door: _Door, job: _Job) -> _Final | None:
     return answer
 
 
-async def _enter(door: _Door, job: _Job) -> _Final | None:
+async def _enter(door: _Door, job: Job) -> _Final | None:
     """The door's first steps for a call that needs no confirmation: claim, then the cache.
     None: the job owns its claim (if any) and its tool must run."""
     final = await _claim(door, job)
@@ -455,7 +312,7 @@ async def _enter(door: _Door, job: _Job) -> _Final | None:
     return final
 
 
-def _launch(door: _Door, job: _Job, loop: asyncio.AbstractEventLoop) -> None:
+def _launch(door: _Door, job: Job, loop: asyncio.AbstractEventLoop) -> None:
     """The door's last step: hand the function to a worker (``_dispatch``), with its span. The
     per-call timeout counts from here, the warm-up's wait included."""
     job.launched_at = now()
@@ -482,12 +339,12 @@ class Started:
 
     __slots__ = ("arguments", "door", "flow", "job", "loop")
 
-    def __init__(self, door: _Door, job: _Job, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, door: _Door, job: Job, loop: asyncio.AbstractEventLoop) -> None:
         self.door = door
         self.job = job
         self.loop = loop
         self.arguments = job.call.arguments
-        self.flow: Any = self._now() if _running_loop() is not loop else _submit(loop, self._flow())
+        self.flow: Any = self._now() if running_loop() is not loop else submit(loop, self._flow())
         """The door's steps for it (claim, cache, launch): the ``_Final`` answer, or None once its
         function was launched (an ``asyncio.Task`` of ``loop``, or a ``concurrent.futures.Future``)."""
 
@@ -503,7 +360,7 @@ class Started:
             except Exception as exc:  # fail closed, as _claim
                 verdict, final = None, _unclaimed(job, exc)
             if verdict is not None and verdict.action == "wait":
-                return _submit(self.loop, self._flow())
+                return submit(self.loop, self._flow())
             if verdict is not None:
                 final = _decided(job, verdict)
         if final is None:
@@ -537,33 +394,14 @@ class Started:
         if self.job.closed:
             return
         self.job.closed = True
-        _cancel_token(self.job.tool, self.job.kwargs, "discarded")
-        _submit(self.loop, _discard(self))
-
-
-def _submit(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, Any]) -> Any:
-    """Run ``coro`` on ``loop``: a task when this thread runs that loop, else thread-safely. A
-    closed loop runs nothing: the coroutine is closed and the future says it was cancelled."""
-    if loop.is_closed():
-        coro.close()
-        gone: concurrent.futures.Future[Any] = concurrent.futures.Future()
-        gone.cancel()
-        return gone
-    if _running_loop() is loop:
-        task = loop.create_task(coro)
-        _FLOWS.add(task)
-        task.add_done_callback(_FLOWS.discard)
-        return task
-    return asyncio.run_coroutine_threadsafe(coro, loop)
-
-
-_FLOWS: set[asyncio.Task[Any]] = set()  # strong references: a task nobody holds may be collected
+        cancel_token(self.job.tool, self.job.kwargs, "discarded")
+        submit(self.loop, _discard(self))
 
 
 async def _discard(handle: Started) -> None:
     """Settle an eager start nobody adopted (see :class:`Started`)."""
     job, door = handle.job, handle.door
-    flow = _here(handle.flow)
+    flow = here(handle.flow)
     if not flow.done():
         await asyncio.wait({flow})
     span, job.span = job.span, None
@@ -573,16 +411,16 @@ async def _discard(handle: Started) -> None:
     _stop(job, "discarded")
     result: ToolResult | None = None
     if not job.never_started and not job.tool.is_async:
-        inner = _here(job.future)
+        inner = here(job.future)
         done, _ = await asyncio.wait({inner}, timeout=_remaining(door.box, job))
         if (
             done
             and not inner.cancelled()
             and inner.exception() is None
-            and inner.result() is not _NEVER
+            and inner.result() is not NEVER
             and inner.result() is not ENDED  # a process tool killed before it returned
         ):
-            result = ToolResult(job.call, "ok", value=inner.result(), timings=_run_timings(job))
+            result = ToolResult(job.call, "ok", value=inner.result(), timings=run_timings(job))
     await door.settle_claim(job, result)
     if span is not None:
         end_tool(span, ToolResult(job.call, "cancelled", error="discarded", reason="discarded"))
@@ -620,7 +458,7 @@ class EagerStarts:
             self.by_call[id(call)] = found
             return False
         fp = fingerprint_of(call.name, parsed, call.arguments)  # what the sealed call's will be
-        job = _Job(-1, call, admission.tool, _with_call(admission, call), key, fp, CallTimings())
+        job = Job(-1, call, admission.tool, with_call(admission, call), key, fp, CallTimings())
         job.parsed = parsed
         job.parent = current_context()
         self.by_call[id(call)] = Started(self.door, job, self.loop)
@@ -683,15 +521,15 @@ class _Batch:
         self.call_hook: Callable[[Hook, Any], None] = lambda hook, arg: hook(arg)
         self.grace_until: float | None = None
 
-    def prepare(self, started: Mapping[int, Started] | None) -> list[_Job]:
+    def prepare(self, started: Mapping[int, Started] | None) -> list[Job]:
         """The door's first step, for every call (pure): admitted, or refused at once. An eager
         start of the same call (same tool, ledger key, fingerprint and text) is adopted: its job
         goes on from where it is. Claims, confirmations and the cache are the core's business."""
-        jobs: list[_Job] = []
+        jobs: list[Job] = []
         early = dict(started or {})
         for i, call in enumerate(self.calls):
             handle = early.pop(id(call), None)
-            timings = _stream_timings(call)
+            timings = stream_timings(call)
             t0 = now()
             verdict = admit(call, self.box)
             timings.validation = now() - t0
@@ -709,7 +547,7 @@ class _Batch:
             else:
                 if handle is not None:
                     handle.cancel()
-                job = _Job(i, call, verdict.tool, _with_call(verdict, call), key, fp, timings)
+                job = Job(i, call, verdict.tool, with_call(verdict, call), key, fp, timings)
                 job.parent, job.parsed = self.otel_parent, call.parsed
             jobs.append(job)
         for handle in early.values():  # dispatched early for a call that is not in this batch
@@ -718,7 +556,7 @@ class _Batch:
 
     # -- results ---------------------------------------------------------------------------------
 
-    def announce(self, job: _Job) -> None:
+    def announce(self, job: Job) -> None:
         """The ``on_start(call, eager)`` hook: the job's tool was launched (or adopted)."""
         on_start = self.on_start
         if on_start is not None:
@@ -732,7 +570,7 @@ class _Batch:
             if self.on_result is not None:
                 self.call_hook(self.on_result, result)
 
-    async def finish(self, job: _Job, result: ToolResult) -> None:
+    async def finish(self, job: Job, result: ToolResult) -> None:
         """Store a job's final result: its claim first (finished, released or abandoned), then the
         hook. The first result of a call wins."""
         if self.results[job.index] is not None:
@@ -748,20 +586,20 @@ class _Batch:
         if self.on_result is not None:
             self.call_hook(self.on_result, result)
 
-    def outcome(self, job: _Job, future: Any) -> ToolResult:
+    def outcome(self, job: Job, future: Any) -> ToolResult:
         """The result of a finished future (sync or asyncio)."""
-        timings = _run_timings(job)
+        timings = run_timings(job)
         name = job.tool.name
         if future.cancelled() or (future.exception() is None and future.result() is ENDED):
             return _cancelled(job, timings)
         exc = future.exception()
-        if exc is None and future.result() is _NEVER:  # given up before it began (see _Clock)
+        if exc is None and future.result() is NEVER:  # given up before it began (see Clock)
             job.never_started = True
             return self.timed_out(job, self.box.timeout_for(job.tool), False)
         if exc is None:
             return ToolResult(job.call, "ok", value=future.result(), timings=timings)
         what = "tool %r raised %s: %s (call id %s)"
-        _warn(job, what, name, type(exc).__name__, _one_line(_text_of(exc)), job.call.id, exc=exc)
+        warn(job, what, name, type(exc).__name__, _one_line(_text_of(exc)), job.call.id, exc=exc)
         return ToolResult(
             job.call,
             "error",
@@ -793,7 +631,7 @@ class _Batch:
                 logger.warning("the error_message hook returned no str for call %s", call.id)
         return default_error_message(call, exc)
 
-    def timed_out(self, job: _Job, limit: float | None, total: bool) -> ToolResult:
+    def timed_out(self, job: Job, limit: float | None, total: bool) -> ToolResult:
         """Out of time: ``timeout`` when the tool began, ``not_started`` when it never did."""
         name = job.tool.name
         scope = "the time allowed for this batch of calls" if total else "its timeout"
@@ -806,17 +644,17 @@ class _Batch:
                 error=f"Error: the call to {name} was not started: {scope}{shown} ran out before it "
                 "could begin. It did not run; it can be called again.",
                 reason="not_started",
-                timings=_run_timings(job),
+                timings=run_timings(job),
             )
         after = f"{limit:g}s" if limit is not None else "the batch limit"
-        _warn(job, "tool %r timed out after %s (call id %s)", name, after, job.call.id)
+        warn(job, "tool %r timed out after %s (call id %s)", name, after, job.call.id)
         return ToolResult(
             job.call,
             "timeout",
             error=f"Error: {name} did not finish within {scope}{shown}; it was "
             f"{'stopped' if job.process is not None else 'abandoned'} and has no result.",
             reason="timeout",
-            timings=_run_timings(job),
+            timings=run_timings(job),
         )
 
     def done(self, raise_tool_errors: bool) -> list[ToolResult]:
@@ -837,38 +675,6 @@ class _Batch:
         return max(0.0, self.grace_until - now())
 
 
-def _warn(job: _Job, message: str, *args: Any, exc: BaseException | None = None) -> None:
-    """Log on the ``"toolstitch"`` logger with the call id and tool name as structured fields: one
-    line at WARNING, and the exception's traceback (if any) at DEBUG."""
-    extra = {"tool_call_id": job.call.id, "tool_name": job.tool.name}
-    logger.warning(message, *args, extra=extra)
-    if exc is not None:
-        logger.debug("traceback of the failure above (call id %s)", job.call.id, exc_info=exc, extra=extra)
-
-
-def _stream_timings(call: ToolCall) -> CallTimings:
-    m = call.metrics
-    timings = CallTimings()
-    if m.opened_at is not None:
-        if m.sealed_at is not None:
-            timings.streaming = m.sealed_at - m.opened_at
-        if m.arguments_complete_at is not None:
-            timings.arguments = m.arguments_complete_at - m.opened_at
-    return timings
-
-
-def _run_timings(job: _Job) -> CallTimings:
-    timings = job.timings
-    clock = job.clock
-    timings.started_at = clock.started_at
-    end = clock.finished_at if clock.finished_at is not None else now()
-    timings.finished_at = end
-    if clock.started_at is not None:
-        timings.execution = end - clock.started_at
-    timings.warm = clock.warm_wait
-    return timings
-
-
 def _refused(call: ToolCall, refusal: Refusal, timings: CallTimings) -> ToolResult:
     return ToolResult(
         call,
@@ -880,7 +686,7 @@ def _refused(call: ToolCall, refusal: Refusal, timings: CallTimings) -> ToolResu
     )
 
 
-def _cancelled(job: _Job, timings: CallTimings) -> ToolResult:
+def _cancelled(job: Job, timings: CallTimings) -> ToolResult:
     return ToolResult(
         job.call,
         "cancelled",
@@ -909,9 +715,9 @@ def _refusing(refusal: Refusal) -> _Final:
     return lambda call, timings: _refused(call, refusal, timings)
 
 
-def _callback_failed(job: _Job, exc: BaseException) -> Refusal:
+def _callback_failed(job: Job, exc: BaseException) -> Refusal:
     what = "confirmation callback raised %s for %r (call id %s)"
-    _warn(job, what, type(exc).__name__, job.tool.name, job.call.id, exc=exc)
+    warn(job, what, type(exc).__name__, job.tool.name, job.call.id, exc=exc)
     return not_approved(job.call, "the approval step failed")
 
 
@@ -927,7 +733,7 @@ def _answered(call: ToolCall, answer: Any) -> Refusal | None:
     return not_approved(call)
 
 
-async def _confirm(batch: _Batch, job: _Job) -> Refusal | None:
+async def _confirm(batch: _Batch, job: Job) -> Refusal | None:
     """Step 4 of the gate: an approval given to the run for this call's key, else the toolbox's
     callback. A sync callback runs in a worker thread, so the deadline still holds while it blocks
     (and the tool never runs after it)."""
@@ -947,7 +753,7 @@ async def _confirm(batch: _Batch, job: _Job) -> Refusal | None:
         if is_async_callable(callback):
             answer: Any = callback(job.call, job.tool)
         else:
-            answer = await _in_thread(callback, job.call, job.tool)
+            answer = await in_thread(callback, job.call, job.tool)
         if inspect.isawaitable(answer):
             answer = await answer
     except (asyncio.CancelledError, GeneratorExit):
@@ -959,7 +765,7 @@ async def _confirm(batch: _Batch, job: _Job) -> Refusal | None:
     return _answered(job.call, answer)
 
 
-async def _deferral_problem(ledger: ClaimLedger | None, job: _Job) -> str | None:
+async def _deferral_problem(ledger: ClaimLedger | None, job: Job) -> str | None:
     """What is wrong with approving this call by its key: the ledger must hold the record that
     exactly this call (its fingerprint) awaits approval, as ``ts.run`` checks on resume
     (``check_record``, one check for both). Without a ledger there is no record, so no approval."""
@@ -970,33 +776,6 @@ async def _deferral_problem(ledger: ClaimLedger | None, job: _Job) -> str | None
     except Exception as exc:  # a ledger that cannot be read approves nothing
         return f"{job.key!r}: the ledger could not be read ({type(exc).__name__})"
     return problem
-
-
-def _in_thread(fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
-    """Run ``fn`` in a daemon thread of its own. Unlike ``asyncio.to_thread``, nothing waits for it
-    when it is abandoned (a person who never answers must not hold ``asyncio.run`` at exit)."""
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[Any] = loop.create_future()
-    ctx = contextvars.copy_context()
-
-    def deliver(ok: bool, value: Any) -> None:
-        if future.done():
-            return
-        if ok:
-            future.set_result(value)
-        else:
-            future.set_exception(value)
-
-    def work() -> None:
-        try:
-            value, ok = ctx.run(fn, *args), True
-        except BaseException as exc:
-            value, ok = exc, False
-        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody is waiting any more
-            loop.call_soon_threadsafe(deliver, ok, value)
-
-    threading.Thread(target=work, name="toolstitch-confirm", daemon=True).start()
-    return future
 
 
 def _same(handle: Started, t: Tool, key: str, fp: str, call: ToolCall) -> bool:
@@ -1013,27 +792,27 @@ def _same(handle: Started, t: Tool, key: str, fp: str, call: ToolCall) -> bool:
     )
 
 
-def _stop(job: _Job, reason: str = "cancelled") -> None:
+def _stop(job: Job, reason: str = "cancelled") -> None:
     """Nobody waits for the job's tool any more: cancel it (and its :class:`CancelToken`). Its start
     gate says whether the function had begun; if not, it never will (``never_started``)."""
-    _cancel_token(job.tool, job.kwargs, reason)
+    cancel_token(job.tool, job.kwargs, reason)
     job.never_started = job.clock.give_up()
     if job.future is not None:
-        _cancel(job.future)
+        cancel_anywhere(job.future)
     if job.process is not None:  # a process tool: its process is killed, so its run is over
         job.process.end()
     if job.pool is not None:  # a sync function nobody waits for: its thread no longer counts
         job.pool.abandon(job.future)
 
 
-def _remaining(box: Toolbox, job: _Job) -> float | None:
+def _remaining(box: Toolbox, job: Job) -> float | None:
     """What is left of the job's own timeout, counted from its launch."""
     limit = box.timeout_for(job.tool)
     return None if limit is None else max(0.0, limit - (now() - job.launched_at))
 
 
 async def _run_job(
-    batch: _Batch, job: _Job, turn: asyncio.Event | None, next_turn: asyncio.Event | None
+    batch: _Batch, job: Job, turn: asyncio.Event | None, next_turn: asyncio.Event | None
 ) -> None:
     """One call through the door: claim, confirm, cache, launch within its bounds, record. An
     adopted eager start has done the steps before the launch (it never needs a confirmation).
@@ -1045,7 +824,7 @@ async def _run_job(
     final: _Final | None = None
     try:
         if job.started is not None:
-            final = await asyncio.shield(_here(job.started.flow))
+            final = await asyncio.shield(here(job.started.flow))
         else:
             final = await _claim(door, job)
             if final is None and job.tool.confirm:
@@ -1068,7 +847,7 @@ async def _run_job(
     loop = asyncio.get_running_loop()
     if job.future is None:
         _launch(door, job, loop)
-    inner = _here(job.future)
+    inner = here(job.future)
     batch.announce(job)
     try:
         done, _ = await asyncio.wait({inner}, timeout=_remaining(box, job))
@@ -1086,7 +865,7 @@ async def _run_job(
     await batch.finish(job, batch.outcome(job, inner))
 
 
-async def _drive(batch: _Batch, jobs: list[_Job], total: float | None) -> None:
+async def _drive(batch: _Batch, jobs: list[Job], total: float | None) -> None:
     """Run every job of the batch within ``total`` seconds; every job gets a result (or, when this
     coroutine is cancelled, its claim is abandoned or released)."""
     previous: asyncio.Event | None = None
@@ -1111,7 +890,7 @@ async def _drive(batch: _Batch, jobs: list[_Job], total: float | None) -> None:
             await batch.door.settle_claim(job, None)
             span, job.span = job.span, None
             if span is not None:
-                end_tool(span, _cancelled(job, _run_timings(job)))
+                end_tool(span, _cancelled(job, run_timings(job)))
         raise
     if pending:
         for task in pending:

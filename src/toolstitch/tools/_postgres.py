@@ -65,7 +65,6 @@ from ._claim import (
     ClaimLedger,
     LedgerEntry,
     StoredResult,
-    Verdict,
     finished_entry,
     loaded_text,
     stored_text,
@@ -573,24 +572,11 @@ class PostgresLedger(ClaimLedger):
         row = await self._acall(run)
         return None if row is None else self._entry(key, row)
 
-    async def aacquire(self, key: str, fp: str, name: str, *, read_only: bool) -> Verdict:
-        """:meth:`acquire` on the async connection: the shared claim plan (``_acquire_plan`` in
-        ``tools/_claim.py``, driven by the inherited ``_adecide``) over this ledger's async
-        primitives. A claim won by a caller that was cancelled meanwhile is released on the async
-        connection (the tool never started)."""
-        task = asyncio.ensure_future(self._adecide(key, fp, name, read_only))
-        try:
-            return await asyncio.shield(task)
-        except asyncio.CancelledError:
-
-            def undo(done: asyncio.Future[Verdict]) -> None:
-                if not done.cancelled() and done.exception() is None:
-                    verdict = done.result()
-                    if verdict.action == "run" and verdict.owner is not None:
-                        self._keep(asyncio.ensure_future(self.arelease(key, fp, verdict.owner)))
-
-            task.add_done_callback(undo)
-            raise
+    def _release_won(self, key: str, fp: str, owner: str) -> None:
+        """A claim won for a caller cancelled meanwhile is released on the async connection (the
+        inherited ``aacquire`` drives the shared claim plan, ``_acquire_plan`` in
+        ``tools/_claim.py``, over this ledger's async primitives)."""
+        self._keep(asyncio.ensure_future(self.arelease(key, fp, owner)))
 
     def _keep(self, task: asyncio.Future[Any]) -> None:
         self._tasks.add(task)
@@ -613,32 +599,20 @@ class PostgresLedger(ClaimLedger):
 
     async def arelease(self, key: str, fp: str, owner: str) -> None:
         """:meth:`release` on the async connection."""
-        params = self._params(key, fp, owner=owner)
-        try:
-            await self._acall(lambda c: c.execute(self._sql.drop, params))
-        finally:
-            self._unhold(key, fp, owner)
+        await self._alet_go(self._sql.drop, key, fp, owner)
 
     async def aabandon(self, key: str, fp: str, owner: str) -> None:
         """:meth:`abandon` on the async connection."""
+        await self._alet_go(self._sql.expire, key, fp, owner)
+
+    async def _alet_go(self, statement: str, key: str, fp: str, owner: str) -> None:
+        """The owner lets its claim go on the async connection (``statement``: dropped or expired);
+        it no longer holds it here, whatever the connection answers."""
         params = self._params(key, fp, owner=owner)
         try:
-            await self._acall(lambda c: c.execute(self._sql.expire, params))
+            await self._acall(lambda c: c.execute(statement, params))
         finally:
             self._unhold(key, fp, owner)
-
-    async def await_change(self, key: str, fp: str, timeout: float | None) -> None:
-        """Poll the entry on the async connection with backoff (5 ms doubling to 250 ms) until it is
-        finished, stale or gone, or ``timeout`` passed."""
-        loop = asyncio.get_running_loop()
-        deadline = None if timeout is None else loop.time() + timeout
-        delay = 0.005
-        while not self.settled(await self.aget(key, fp)):
-            left = None if deadline is None else deadline - loop.time()
-            if left is not None and left <= 0:
-                return
-            await asyncio.sleep(delay if left is None else min(delay, left))
-            delay = min(delay * 2, 0.25)
 
     # ------------------------------------------------------------------------- housekeeping
 
