@@ -1,5 +1,5 @@
-"""``core._owner`` and ``core._call``: the owner of a call's life (its table of states and events), the call buffer,
-and what users may do with a call."""
+"""``core._owner`` and ``core._call``: the owner of a call's life (its table of states and events),
+the call buffer, and what users may do with a call."""
 
 from __future__ import annotations
 

@@ -145,7 +145,7 @@ class CallTable:
         """Fragments that would have opened a call beyond ``Limits.max_calls_per_choice`` (counted only)."""
         self.custom = False
         """A fragment of a custom tool's call arrived: every later fragment takes the long way,
-        where its shape is held to its call's type (``Accumulator._read_fragment``, ``_accumulator._type_clash``)."""
+        where its shape is held to its call's type (``_accumulator._type_clash``)."""
 
 
 def _starts_new_value(arguments: str | None) -> bool:
