@@ -470,11 +470,9 @@ class Accumulator(CallStore):
         Returns the call it reached (None when it opened none).
 
         One path, with an early exit: a plain continuation (an index and argument text, nothing
-        else, that the router finds an open call for; one in a chunk that carries nothing else was
-        handed over before, by :meth:`_read`) of a choice with no call watched for resends is handed to the
-        owner (:meth:`~._call.CallOwner.fragment`) as soon as it is routed; every other fragment goes
-        on through the lines below it, to the same entrance.
-        """
+        else, that the router finds a call for) of a choice with no call watched for resends is
+        handed to the owner (:meth:`~._owner.CallOwner.fragment`) as soon as it is routed; every
+        other fragment goes on through the lines below it, to the same entrance."""
         read = _read_sdk(entry, _SdkEntry, _ENTRY)
         if read is None:
             self._damaged(state, "a tool call entry is not an object", entry, events)
@@ -485,19 +483,9 @@ class Accumulator(CallStore):
         name = arguments = None
         replace = False
         if function is not None:
-            fextra: dict[str, Any] | None = None
-            read = _read_sdk(function, _SdkFunction, _FUNCTION)
-            if read is None:
-                notes.append(Anomaly(AnomalyCode.MALFORMED_CHUNK, "function is not an object", raw=entry))
-                unreadable = "its function is not an object"
-            else:
-                fextra, (name, arguments) = read
-            if name is not None:
-                name, why = clean_str(name, "name", notes, entry)
-                unreadable = unreadable or why
-            if arguments is not None and type(arguments) is not str:
-                arguments, replace, why = _odd_arguments(arguments, self.limits.max_depth, notes, entry)
-                unreadable = unreadable or why
+            name, arguments, replace, fextra, unreadable = _function_part(
+                function, self.limits.max_depth, notes, entry
+            )
             if fextra is not None:
                 extra = {**extra, "function": fextra} if extra else {"function": fextra}
         custom = extra.get("custom") if extra is not None else None
@@ -538,19 +526,8 @@ class Accumulator(CallStore):
         empty = plain and not (custom is not None and arguments)
         call, index, flags = resolve_call(table, index, fid, name, routed, empty, state.index, entry, notes)
         owner = self._owner
-        if (
-            call is not None
-            and plain
-            and arguments
-            and fid is None
-            and name is None
-            and ftype is None
-            and not flags
-            and not notes
-            and not replace
-            and not table.chains
-            and not table.custom
-        ):
+        bare = fid is None and name is None and ftype is None and not flags and not replace
+        if call is not None and plain and bare and arguments and not (notes or table.chains or table.custom):
             # A plain continuation, with no call of the choice watched for resends (every call's
             # first text is): nothing more to route.
             self._touched = call
@@ -585,26 +562,7 @@ class Accumulator(CallStore):
             # is appended as it came (it is no JSON whose resends could be told).
             further = bool(flags & FURTHER) or custom is not None
             text, replace_all = argument_text(table, call, arguments, replace, further, entry, notes)
-        taint = None
-        if unreadable is not None:
-            taint = MalformedArguments(
-                f"a fragment of this call could not be read ({unreadable}): the call may not be what "
-                "the provider sent, so it is refused",
-                raw=call.arguments,
-            )
-        elif clash is not None:
-            taint = MalformedArguments(
-                f"{clash}: a custom tool's input is held to its format and a function's arguments to "
-                "its schema, and this call cannot be told to be either, so it is refused",
-                raw=call.arguments,
-            )
-        elif flags & FURTHER:
-            taint = MalformedArguments(
-                "a further JSON value arrived for this call after its arguments were complete, with "
-                "no new id and no name: the call holds the concatenated text and is refused, since the "
-                "later value contradicts the first and neither can be trusted alone",
-                raw=call.arguments,
-            )
+        taint = _distrust(call, unreadable, clash, flags)
         if fid is not None or name is not None or ftype is not None or extra is not None or opening:
             identity = Identity(fid, name, ftype, extra, bool(flags & NEW_ID), entry)
             owner.identify(call, identity, events, opening)
@@ -1014,6 +972,52 @@ def _read_sdk(value: Any, sdk: type[Any], shape: Shape) -> tuple[dict[str, Any] 
             pass
     read = read_object(value, shape)
     return None if read is None else (read[1], read[2])
+
+
+def _function_part(
+    function: Any, max_depth: int, notes: list[Anomaly], raw: Any
+) -> tuple[Any, Any, bool, dict[str, Any] | None, str | None]:
+    """``(name, arguments, replaces, unknown fields, unreadable)`` of an entry's ``function``: its
+    values cleaned; arguments that are not text are read by :func:`_odd_arguments`."""
+    read = _read_sdk(function, _SdkFunction, _FUNCTION)
+    if read is None:
+        notes.append(Anomaly(AnomalyCode.MALFORMED_CHUNK, "function is not an object", raw=raw))
+        return None, None, False, None, "its function is not an object"
+    fextra, (name, arguments) = read
+    unreadable = replace = None
+    if name is not None:
+        name, unreadable = clean_str(name, "name", notes, raw)
+    if arguments is not None and type(arguments) is not str:
+        arguments, replace, why = _odd_arguments(arguments, max_depth, notes, raw)
+        unreadable = unreadable or why
+    return name, arguments, bool(replace), fextra, unreadable
+
+
+def _distrust(
+    call: ToolCall, unreadable: str | None, clash: str | None, flags: int
+) -> MalformedArguments | None:
+    """Why a fragment makes its call untrustworthy (refused at seal), else None: a part of it could
+    not be read, its shape disagrees with its type, or it is a further JSON value."""
+    if unreadable is not None:
+        return MalformedArguments(
+            f"a fragment of this call could not be read ({unreadable}): the call may not be what "
+            "the provider sent, so it is refused",
+            raw=call.arguments,
+        )
+    if clash is not None:
+        return MalformedArguments(
+            f"{clash}: a custom tool's input is held to its format and a function's arguments to "
+            "its schema, and this call cannot be told to be either, so it is refused",
+            raw=call.arguments,
+        )
+    if flags & FURTHER:
+        return MalformedArguments(
+            "a further JSON value arrived for this call after its arguments were complete, with "
+            "no new id and no name: the call holds the concatenated text and is refused, since the "
+            "later value contradicts the first and neither can be trusted alone",
+            raw=call.arguments,
+        )
+    return None
 
 
 def _custom_part(
