@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Anomaly", "AnomalyCode"]
+__all__ = ["NOTES", "Anomaly", "AnomalyCode", "note", "show"]
 
 
 class AnomalyCode:
@@ -181,3 +181,113 @@ class Anomaly:
     choice: int | None = None
     call_index: int | None = None
     raw: Any = None
+
+
+def show(value: Any, limit: int = 60) -> str:
+    """A short, safe description of a hostile value for a message (never raises, never huge)."""
+    try:
+        if type(value) is int and not -(10**limit) < value < 10**limit:
+            return f"<an integer of {value.bit_length()} bits>"
+        if type(value) is str and len(value) > limit:
+            return repr(value[:limit]) + f"… ({len(value)} characters)"
+        text = repr(value)
+    except Exception:
+        return f"<a {type(value).__name__}>"
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+NOTES: dict[str, tuple[str, str]] = {
+    "index_changed": (
+        AnomalyCode.INDEX_CHANGED,
+        "a fragment without id or name arrived at new index {new} while call {index} was mid-value; "
+        "read as its continuation",
+    ),
+    "empty_indexed": (
+        AnomalyCode.EMPTY_TOOL_CALL,
+        "an empty tool-call entry at new index {index} was ignored",
+    ),
+    "not_from_zero": (AnomalyCode.INDEX_NOT_FROM_ZERO, "the first tool call has index {index}"),
+    "gap": (AnomalyCode.INDEX_GAP, "index jumped from {before} to {index}"),
+    "reused_id": (
+        AnomalyCode.INDEX_REUSED,
+        "a new id {new} arrived at index {index}, which belongs to {old}",
+    ),
+    "reused_name": (
+        AnomalyCode.INDEX_REUSED,
+        "a new name {new} arrived at index {index} after {old} was complete",
+    ),
+    "reused_value": (
+        AnomalyCode.INDEX_REUSED,
+        "a new call (name {new}) with a new JSON value started at index {index} after that call's "
+        "arguments were complete",
+    ),
+    "further_value": (
+        AnomalyCode.FURTHER_VALUE,
+        "a further JSON value without id or name arrived at index {index} after that call's arguments "
+        "were complete; kept as one call holding both, which is refused",
+    ),
+    "new_by_id": (AnomalyCode.MISSING_INDEX, "tool call without index; opened by its new id"),
+    "new_after_complete": (
+        AnomalyCode.MISSING_INDEX,
+        "tool call without index; its id's call was complete and a new JSON value started: opened a new call",
+    ),
+    "by_id": (AnomalyCode.MISSING_INDEX, "tool call without index; continued the call with its id"),
+    "empty_unindexed": (AnomalyCode.EMPTY_TOOL_CALL, "an empty tool-call entry without index was ignored"),
+    "opened": (AnomalyCode.MISSING_INDEX, "tool call without index or id; opened a call"),
+    "opened_new": (AnomalyCode.MISSING_INDEX, "tool call without index or id; opened a new call"),
+    "continued": (AnomalyCode.MISSING_INDEX, "tool call without index or id; continued the latest call"),
+    "cumulative": (
+        AnomalyCode.ARGUMENTS_CUMULATIVE,
+        "fragment repeated the arguments so far; only the new text was kept",
+    ),
+    # The owner's (``_owner.py``): what a fragment said of a call that could not be written.
+    "id_repeated": (AnomalyCode.ID_REPEATED, "id repeated on a later fragment"),
+    "id_conflict": (AnomalyCode.ID_CONFLICT, "a later fragment carried id {new}; kept {old}"),
+    "id_changed": (
+        AnomalyCode.ID_CHANGED,
+        "the id changed from {old} to {new} mid-arguments; kept the later one",
+    ),
+    "name_repeated": (AnomalyCode.NAME_REPEATED, "name repeated on a later fragment"),
+    "name_fragmented": (
+        AnomalyCode.NAME_FRAGMENTED,
+        "name arrived in pieces: {old} + {new} read as {joined}",
+    ),
+    "name_conflict": (AnomalyCode.NAME_CONFLICT, "a later fragment carried name {new}; kept {old}"),
+    "type_null": (AnomalyCode.NULL_STRING_FIELD, 'type was the string "null"'),
+    "type_unexpected": (AnomalyCode.TYPE_UNEXPECTED, "type was {new}"),
+    "type_missing": (AnomalyCode.TYPE_UNEXPECTED, "the call's first fragment had no type"),
+    "type_repeated": (AnomalyCode.TYPE_REPEATED, "type repeated on a later fragment"),
+    "type_empty": (AnomalyCode.EMPTY_STRING_FIELD, "type was an empty string"),
+    "type_conflict": (AnomalyCode.TYPE_UNEXPECTED, "a later fragment carried type {new}; kept {old}"),
+    "sealed_id": (
+        AnomalyCode.ID_CONFLICT,
+        "a fragment after the call was sealed carried id {new}; kept {old}",
+    ),
+    "sealed_name": (
+        AnomalyCode.NAME_CONFLICT,
+        "a fragment after the call was sealed carried name {new}; kept {old}",
+    ),
+    "sealed_resend": (
+        AnomalyCode.ARGUMENTS_CUMULATIVE,
+        "the complete arguments were resent after the call was sealed; dropped",
+    ),
+    "after_statement": (
+        AnomalyCode.ARGUMENTS_MISMATCH,
+        "argument text arrived after the call's whole text was stated",
+    ),
+    "late_text": (
+        AnomalyCode.FRAGMENT_AFTER_FINISH,
+        "argument text arrived for a sealed call; the call was refused",
+    ),
+}
+"""Every repair or surprise noted about a call while a fragment is routed (``_route.py``) or
+written (``_owner.py``): key -> (code, message template), so that each message is written once."""
+
+
+def note(notes: list[Anomaly], what: str, choice: int, index: int, raw: Any, /, **values: Any) -> None:
+    """Note ``what`` (a key of :data:`NOTES`) for the call at (choice, index). Values are shown with
+    :func:`show` (bounded, never raising), so a hostile id or name cannot make a message huge or
+    fail."""
+    code, template = NOTES[what]
+    message = template.format(**{k: show(v) for k, v in values.items()}) if values else template
+    notes.append(Anomaly(code, message, choice, index, raw))

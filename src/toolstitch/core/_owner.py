@@ -56,7 +56,7 @@ from ..errors import (
     ToolCallError,
     TransitionRefused,
 )
-from ._anomaly import Anomaly, AnomalyCode
+from ._anomaly import Anomaly, AnomalyCode, note, show
 from ._call import (
     _BATCH,
     CUSTOM,
@@ -202,49 +202,9 @@ def _clip(text: str, limit: int = 500) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _show(value: Any, limit: int = 80) -> str:
-    """A bounded repr that never raises (a hostile value must not break a message)."""
-    try:
-        text = repr(value)
-    except Exception:
-        return f"<{type(value).__name__}>"
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-_IDENTITY_NOTES: dict[str, tuple[str, str]] = {
-    "id_repeated": (AnomalyCode.ID_REPEATED, "id repeated on a later fragment"),
-    "id_conflict": (AnomalyCode.ID_CONFLICT, "a later fragment carried id {new}; kept {old}"),
-    "id_changed": (
-        AnomalyCode.ID_CHANGED,
-        "the id changed from {old} to {new} mid-arguments; kept the later one",
-    ),
-    "name_repeated": (AnomalyCode.NAME_REPEATED, "name repeated on a later fragment"),
-    "name_fragmented": (
-        AnomalyCode.NAME_FRAGMENTED,
-        "name arrived in pieces: {old} + {new} read as {joined}",
-    ),
-    "name_conflict": (AnomalyCode.NAME_CONFLICT, "a later fragment carried name {new}; kept {old}"),
-    "type_null": (AnomalyCode.NULL_STRING_FIELD, 'type was the string "null"'),
-    "type_unexpected": (AnomalyCode.TYPE_UNEXPECTED, "type was {new}"),
-    "type_missing": (AnomalyCode.TYPE_UNEXPECTED, "the call's first fragment had no type"),
-    "type_repeated": (AnomalyCode.TYPE_REPEATED, "type repeated on a later fragment"),
-    "type_empty": (AnomalyCode.EMPTY_STRING_FIELD, "type was an empty string"),
-    "type_conflict": (AnomalyCode.TYPE_UNEXPECTED, "a later fragment carried type {new}; kept {old}"),
-    "sealed_id": (
-        AnomalyCode.ID_CONFLICT,
-        "a fragment after the call was sealed carried id {new}; kept {old}",
-    ),
-    "sealed_name": (
-        AnomalyCode.NAME_CONFLICT,
-        "a fragment after the call was sealed carried name {new}; kept {old}",
-    ),
-}
-
-
 def _note(owner: CallOwner, call: ToolCall, raw: Any, what: str, /, **values: Any) -> None:
-    code, template = _IDENTITY_NOTES[what]
-    message = template.format(**{k: _show(v) for k, v in values.items()}) if values else template
-    owner.notes.append(Anomaly(code, message, call._choice, call._index, raw))
+    """Note ``what`` (a key of ``_anomaly.NOTES``) for ``call``, for the reader to record."""
+    note(owner.notes, what, call._choice, call._index, raw, **values)
 
 
 def _move(call: ToolCall, phase: str) -> None:
@@ -580,23 +540,19 @@ def _frozen_text(owner: CallOwner, call: ToolCall, fragment: Fragment, events: l
     if call._phase != STATED and _resent_whole(owner, call, text, raw):
         return None
     call._metrics.bytes += text_size(text)
+    sample = text[: call._sample_chars]
     if call._phase == STATED:
-        code = AnomalyCode.ARGUMENTS_MISMATCH
-        why = "argument text arrived after the call's whole text was stated"
-        error: ToolCallError = TransitionRefused(
+        _note(owner, call, raw, "after_statement")
+        return TransitionRefused(
             "argument text arrived after the server stated the call's whole text; the stated text "
             "was kept and the call refused",
-            raw=text[: call._sample_chars],
+            raw=sample,
         )
-    else:
-        code = AnomalyCode.FRAGMENT_AFTER_FINISH
-        why = "argument text arrived for a sealed call; the call was refused"
-        error = LateFragment(
-            "a fragment arrived after the call was sealed; the sealed text was kept and the call refused",
-            raw=text[: call._sample_chars],
-        )
-    owner.notes.append(Anomaly(code, why, call._choice, call._index, raw))
-    return error
+    _note(owner, call, raw, "late_text")
+    return LateFragment(
+        "a fragment arrived after the call was sealed; the sealed text was kept and the call refused",
+        raw=sample,
+    )
 
 
 def _resent_whole(owner: CallOwner, call: ToolCall, text: str, raw: Any) -> bool:
@@ -604,15 +560,7 @@ def _resent_whole(owner: CallOwner, call: ToolCall, text: str, raw: Any) -> bool
     finish): dropped, noted. True when ``text`` was that."""
     if len(text) != call._chars or call.arguments != text:
         return False
-    owner.notes.append(
-        Anomaly(
-            AnomalyCode.ARGUMENTS_CUMULATIVE,
-            "the complete arguments were resent after the call was sealed; dropped",
-            call._choice,
-            call._index,
-            raw,
-        )
-    )
+    _note(owner, call, raw, "sealed_resend")
     return True
 
 
@@ -635,15 +583,7 @@ def _count_only(owner: CallOwner, call: ToolCall, fragment: Fragment, events: li
     if isinstance(error, LateFragment) and len(error.raw) < call._sample_chars:
         error.raw = (error.raw + text[: call._sample_chars])[: call._sample_chars]
     if not isinstance(error, LimitExceeded):
-        owner.notes.append(
-            Anomaly(
-                AnomalyCode.FRAGMENT_AFTER_FINISH,
-                "argument text arrived for a sealed call; the call was refused",
-                call._choice,
-                call._index,
-                raw,
-            )
-        )
+        _note(owner, call, raw, "late_text")
     return news
 
 
@@ -749,12 +689,12 @@ def _statement(owner: CallOwner, call: ToolCall, statement: Statement, events: l
     opened = call._phase == OPEN
     if name is not None and name != call._name:
         if not (call._name is None and opened and name):
-            what = f"the name in {where} ({_show(name)}) differs from {_show(call._name)}"
+            what = f"the name in {where} ({show(name)}) differs from {show(call._name)}"
             return _disagree(owner, call, what, raw)
         call._name = name
     if fid is not None and fid != call._id and not (fid == "" and call._id is None):
         if not (call._id is None and opened and len(fid) <= owner.limits.max_id_chars):
-            what = f"the call_id in {where} ({_show(fid)}) differs from {_show(call._id)}"
+            what = f"the call_id in {where} ({show(fid)}) differs from {show(call._id)}"
             return _disagree(owner, call, what, raw)
         call._id = fid
     if text is None:

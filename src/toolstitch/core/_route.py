@@ -31,10 +31,9 @@ import hashlib
 from collections.abc import Iterator
 from typing import Any
 
-from ._anomaly import Anomaly, AnomalyCode
+from ._anomaly import Anomaly, AnomalyCode, note, show
 from ._call import ToolCall, has_lone_surrogate
 from ._owner import CallOwner
-from ._values import show
 
 __all__ = [
     "FURTHER",
@@ -49,61 +48,6 @@ __all__ = [
 
 SKIP = -1
 """The index :func:`resolve_call` returns for a fragment that must not open a call."""
-
-# Every repair the router notes: key -> (code, message template). Values are shown with ``show``
-# (bounded, never raising), so a hostile id or name cannot make a message huge or fail.
-_NOTES: dict[str, tuple[str, str]] = {
-    "index_changed": (
-        AnomalyCode.INDEX_CHANGED,
-        "a fragment without id or name arrived at new index {new} while call {index} was mid-value; "
-        "read as its continuation",
-    ),
-    "empty_indexed": (
-        AnomalyCode.EMPTY_TOOL_CALL,
-        "an empty tool-call entry at new index {index} was ignored",
-    ),
-    "not_from_zero": (AnomalyCode.INDEX_NOT_FROM_ZERO, "the first tool call has index {index}"),
-    "gap": (AnomalyCode.INDEX_GAP, "index jumped from {before} to {index}"),
-    "reused_id": (
-        AnomalyCode.INDEX_REUSED,
-        "a new id {new} arrived at index {index}, which belongs to {old}",
-    ),
-    "reused_name": (
-        AnomalyCode.INDEX_REUSED,
-        "a new name {new} arrived at index {index} after {old} was complete",
-    ),
-    "reused_value": (
-        AnomalyCode.INDEX_REUSED,
-        "a new call (name {new}) with a new JSON value started at index {index} after that call's "
-        "arguments were complete",
-    ),
-    "further_value": (
-        AnomalyCode.FURTHER_VALUE,
-        "a further JSON value without id or name arrived at index {index} after that call's arguments "
-        "were complete; kept as one call holding both, which is refused",
-    ),
-    "new_by_id": (AnomalyCode.MISSING_INDEX, "tool call without index; opened by its new id"),
-    "new_after_complete": (
-        AnomalyCode.MISSING_INDEX,
-        "tool call without index; its id's call was complete and a new JSON value started: opened a new call",
-    ),
-    "by_id": (AnomalyCode.MISSING_INDEX, "tool call without index; continued the call with its id"),
-    "empty_unindexed": (AnomalyCode.EMPTY_TOOL_CALL, "an empty tool-call entry without index was ignored"),
-    "opened": (AnomalyCode.MISSING_INDEX, "tool call without index or id; opened a call"),
-    "opened_new": (AnomalyCode.MISSING_INDEX, "tool call without index or id; opened a new call"),
-    "continued": (AnomalyCode.MISSING_INDEX, "tool call without index or id; continued the latest call"),
-    "cumulative": (
-        AnomalyCode.ARGUMENTS_CUMULATIVE,
-        "fragment repeated the arguments so far; only the new text was kept",
-    ),
-}
-
-
-def _note(anomalies: list[Anomaly], raw: Any, choice: int, index: int, what: str, /, **values: Any) -> None:
-    """Record the repair ``what`` (a key of ``_NOTES``) for the call at (choice, index)."""
-    code, template = _NOTES[what]
-    message = template.format(**{k: show(v) for k, v in values.items()}) if values else template
-    anomalies.append(Anomaly(code, message, choice, index, raw))
 
 
 class _Chain:
@@ -200,15 +144,15 @@ def resolve_call(
         latest = table.calls[-1] if table.calls else None
         if fid is None and name is None and arguments and latest is not None and _mid_value(latest):
             # Q05 (Nebius, Cerebras): continuation pieces at a new index, without id or name.
-            _note(anomalies, raw, choice, latest.index, "index_changed", new=index, index=latest.index)
+            note(anomalies, "index_changed", choice, latest.index, raw, new=index, index=latest.index)
             return latest, latest.index, 0
         if empty and fid is None and name is None and not arguments:
-            _note(anomalies, raw, choice, index, "empty_indexed", index=index)
+            note(anomalies, "empty_indexed", choice, index, raw, index=index)
             return None, SKIP, 0
         if not table.calls and index > 0:
-            _note(anomalies, raw, choice, index, "not_from_zero", index=index)
+            note(anomalies, "not_from_zero", choice, index, raw, index=index)
         elif table.calls and index > table.max_index + 1:
-            _note(anomalies, raw, choice, index, "gap", before=table.max_index, index=index)
+            note(anomalies, "gap", choice, index, raw, before=table.max_index, index=index)
         return None, index, 0
     if fid is None:
         if name is None and (not arguments or "{" not in arguments or not _starts_new_value(arguments)):
@@ -216,16 +160,16 @@ def resolve_call(
         if not call.scanner.complete:
             return call, index, 0
         if name is not None and call.name is not None and name != call.name:
-            _note(anomalies, raw, choice, index, "reused_name", new=name, index=index, old=call.name)
+            note(anomalies, "reused_name", choice, index, raw, new=name, index=index, old=call.name)
             return None, index, 0
         if _starts_new_value(arguments) and not _is_resend(call, arguments):
             if name is not None:
                 # A call header (a name) with a new value: the provider announced a new call.
-                _note(anomalies, raw, choice, index, "reused_value", new=name, index=index)
+                note(anomalies, "reused_value", choice, index, raw, new=name, index=index)
                 return None, index, 0
             # No id, no name: nothing says this is another call. Splitting it off would leave the
             # first value ready although the provider went on to contradict it (hosted Mistral).
-            _note(anomalies, raw, choice, index, "further_value", index=index)
+            note(anomalies, "further_value", choice, index, raw, index=index)
             return call, index, FURTHER
         return call, index, 0
     if fid == call.id:
@@ -244,7 +188,7 @@ def resolve_call(
         # Q15 (Poolside): the id changes while the arguments are still streaming.
         table.by_id.setdefault(fid, call)
         return call, index, NEW_ID
-    _note(anomalies, raw, choice, index, "reused_id", new=fid, index=index, old=call.id)
+    note(anomalies, "reused_id", choice, index, raw, new=fid, index=index, old=call.id)
     return None, index, 0
 
 
@@ -263,19 +207,19 @@ def _resolve_unindexed(
     if fid is not None:
         known = table.by_id.get(fid)
         if known is None:
-            _note(anomalies, raw, choice, next_index, "new_by_id")
+            note(anomalies, "new_by_id", choice, next_index, raw)
             return None, next_index, 0
         if _starts_new_value(arguments) and known.scanner.complete and not _is_resend(known, arguments):
-            _note(anomalies, raw, choice, next_index, "new_after_complete")
+            note(anomalies, "new_after_complete", choice, next_index, raw)
             return None, next_index, 0
-        _note(anomalies, raw, choice, known.index, "by_id")
+        note(anomalies, "by_id", choice, known.index, raw)
         return known, known.index, 0
     latest = table.calls[-1] if table.calls else None
     if latest is None:
         if empty and name is None and not arguments:
-            _note(anomalies, raw, choice, next_index, "empty_unindexed")
+            note(anomalies, "empty_unindexed", choice, next_index, raw)
             return None, SKIP, 0
-        _note(anomalies, raw, choice, next_index, "opened")
+        note(anomalies, "opened", choice, next_index, raw)
         return None, next_index, 0
     name_differs = name is not None and latest.name is not None and name != latest.name
     complete = latest.scanner.complete
@@ -286,14 +230,14 @@ def _resolve_unindexed(
         or (complete and name is not None and latest.name is not None and not arguments)
     )
     if opens_new:
-        _note(anomalies, raw, choice, next_index, "opened_new")
+        note(anomalies, "opened_new", choice, next_index, raw)
         return None, next_index, 0
     flags = 0
     if new_value:
         # A further value with no id, no name and no index: the same call, refused (as above).
-        _note(anomalies, raw, choice, latest.index, "further_value", index=latest.index)
+        note(anomalies, "further_value", choice, latest.index, raw, index=latest.index)
         flags = FURTHER
-    _note(anomalies, raw, choice, latest.index, "continued")
+    note(anomalies, "continued", choice, latest.index, raw)
     return latest, latest.index, flags
 
 
@@ -417,7 +361,7 @@ def argument_text(
         return text, False
     chain.latched = True
     chain.size = len(text)
-    _note(anomalies, raw, call.choice, call.index, "cumulative")
+    note(anomalies, "cumulative", call.choice, call.index, raw)
     if call.chars == len(last):
         return text[len(last) :] or None, False
     # Earlier resends were appended while still ambiguous: start over from the full text.

@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ._anomaly import Anomaly, AnomalyCode
+from ._anomaly import Anomaly, AnomalyCode, show
 
 __all__ = [
     "CHUNK_KEYS",
@@ -70,19 +70,6 @@ MAX_IDENTITY = 1024
 """Characters of an id or function name beyond which it is unusable (OpenAI allows 64 for a name)."""
 MAX_LABEL = 64
 """Characters of a ``type``, ``role`` or ``finish_reason`` beyond which it is read as absent."""
-
-
-def show(value: Any, limit: int = 60) -> str:
-    """A short, safe description of a hostile value for a message (never raises, never huge)."""
-    try:
-        if type(value) is int and not -(10**limit) < value < 10**limit:
-            return f"<an integer of {value.bit_length()} bits>"
-        if type(value) is str and len(value) > limit:
-            return repr(value[:limit]) + f"… ({len(value)} characters)"
-        text = repr(value)
-    except Exception:
-        return f"<a {type(value).__name__}>"
-    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def read_index(value: Any) -> tuple[int | None, str | None]:
