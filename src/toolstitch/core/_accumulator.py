@@ -75,7 +75,6 @@ from ._limits import Limits
 from ._owner import Identity
 from ._recover import TextToolCallRecovery
 from ._route import FURTHER, NEW_ID, SKIP, argument_text, resolve_call
-from ._seal import CallChecks
 from ._serialisable import serialisable
 from ._store import CallStore, ChoiceState, StreamMetrics, fault_note, ordered
 from ._values import (
@@ -149,22 +148,13 @@ class Accumulator(CallStore):
         tool_choice: Any = None,
         parallel_tool_calls: Any = None,
     ) -> None:
-        if limits is not None and not isinstance(limits, Limits):
-            raise TypeError("limits must be a toolstitch.Limits")
-        limits = limits or Limits()
         # Read once, whatever the iterable (a generator, dict.values(), map): the same list is
         # checked against here and by text recovery.
         tool_list = list(tools) if tools is not None else None
-        checks = CallChecks(
-            tool_list,
-            empty_arguments=empty_arguments,
-            tool_choice=tool_choice,
-            parallel_tool_calls=parallel_tool_calls,
+        super().__init__(
+            tool_list, limits, empty_arguments, tool_choice, parallel_tool_calls, started_at, clock
         )
-        super().__init__(checks, limits, started_at, clock)
         self._recovery = TextToolCallRecovery(tool_list) if recover_text_tool_calls else None
-        self._offers_none = tool_list == []  # for check_options: a replay must refuse every call too
-        self._empty_arguments: Literal["invalid", "object"] = empty_arguments  # for check_options
         # Envelope fields: the first non-empty value wins, except usage (the last wins).
         self._object: str | None = None
         self._system_fingerprint: str | None = None

@@ -794,6 +794,19 @@ _LIMITED = Cell(_limit, INVALID)
 _SEALS = Cell(_seal, READY)
 _ENDS = Cell(_end, INCOMPLETE)
 
+_ENDED: dict[str, Cell[Any]] = {
+    "fragment": _COUNTED,
+    "resent": _COUNTED,
+    "identity": Cell(_identity_frozen),
+    "statement": NOTHING,
+    "verdict": NOTHING,
+    "finish": NOTHING,
+    "limit": NOTHING,
+    "fault": NOTHING,
+    "end": NOTHING,
+}
+"""The row of a call that was refused or ended: it hears of what comes late, and nothing changes."""
+
 _TABLE: dict[str, dict[str, Cell[Any]]] = {
     OPEN: {
         "fragment": Cell(_append),
@@ -838,28 +851,8 @@ _TABLE: dict[str, dict[str, Cell[Any]]] = {
         "fault": _REFUSES,
         "end": NOTHING,
     },
-    INVALID: {
-        "fragment": _COUNTED,
-        "resent": _COUNTED,
-        "identity": Cell(_identity_frozen),
-        "statement": NOTHING,
-        "verdict": NOTHING,
-        "finish": NOTHING,
-        "limit": NOTHING,
-        "fault": NOTHING,
-        "end": NOTHING,
-    },
-    INCOMPLETE: {
-        "fragment": _COUNTED,
-        "resent": _COUNTED,
-        "identity": Cell(_identity_frozen),
-        "statement": NOTHING,
-        "verdict": NOTHING,
-        "finish": NOTHING,
-        "limit": NOTHING,
-        "fault": NOTHING,
-        "end": NOTHING,
-    },
+    INVALID: {**_ENDED},
+    INCOMPLETE: {**_ENDED},
 }
 """State -> event -> (action, next state): the whole of a call's life, as data. A cell left out
 refuses the call (:func:`_refused_transition`): ready + verdict is the one, since a ready call's

@@ -69,7 +69,6 @@ from ._events import (
 from ._limits import Limits, retained
 from ._owner import Identity, Statement
 from ._schema import _as_mapping
-from ._seal import CallChecks
 from ._store import CallStore, ChoiceState, ordered
 from ._values import MAX_LABEL, Shape, clean_str, opt_int, opt_str, read_index, show
 from ._values import read_object as _read_object
@@ -270,19 +269,16 @@ class ResponseAccumulator(CallStore):
         tool_choice: Any = None,
         parallel_tool_calls: Any = None,
     ) -> None:
-        if limits is not None and not isinstance(limits, Limits):
-            raise TypeError("limits must be a toolstitch.Limits")
-        limits = limits or Limits()
         tool_list = chat_tools(tools) if tools is not None else None
-        checks = CallChecks(
+        super().__init__(
             tool_list,
-            empty_arguments=empty_arguments,
-            tool_choice=chat_tool_choice(tool_choice),
-            parallel_tool_calls=parallel_tool_calls,
+            limits,
+            empty_arguments,
+            chat_tool_choice(tool_choice),
+            parallel_tool_calls,
+            started_at,
+            clock,
         )
-        super().__init__(checks, limits, started_at, clock)
-        self._offers_none = tool_list == []
-        self._empty_arguments: Literal["invalid", "object"] = empty_arguments
         self._items: dict[str, _Item] = {}
         """Function-call items by item id."""
         self._anonymous: list[_Item] = []

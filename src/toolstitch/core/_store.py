@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
@@ -139,11 +139,28 @@ class CallStore:
 
     def __init__(
         self,
-        checks: CallChecks,
-        limits: Limits,
+        tools: list[Any] | None,
+        limits: Limits | None,
+        empty_arguments: Literal["invalid", "object"],
+        tool_choice: Any,
+        parallel_tool_calls: Any,
         started_at: float | None,
         clock: Callable[[], float] | None,
     ) -> None:
+        """The request's parts both APIs read the same way: ``tools`` already in the chat shape,
+        read once into a list (each accumulator's own reading), ``tool_choice`` likewise."""
+        if limits is not None and not isinstance(limits, Limits):
+            raise TypeError("limits must be a toolstitch.Limits")
+        limits = limits or Limits()
+        checks = CallChecks(
+            tools,
+            empty_arguments=empty_arguments,
+            tool_choice=tool_choice,
+            parallel_tool_calls=parallel_tool_calls,
+        )
+        self._offers_none = tools == []
+        """For check_options: a replay must refuse every call too."""
+        self._empty_arguments: Literal["invalid", "object"] = empty_arguments  # for check_options
         self.limits = limits
         self._choices: dict[int, ChoiceState] = {}
         self.anomalies: list[Anomaly] = []
