@@ -15,7 +15,8 @@ name, which limit, which anomaly) is made once, here or in the module this calls
 for what the fragment does to its call); there is no second path for a common shape. It is cheap
 because a standard chunk asks few questions: the fields of an object are read from one dict
 (:func:`_read_sdk`), nothing is built per chunk but the events asked for, and argument text is
-appended, never scanned (rule 2). ``want`` is the switch between :meth:`feed` with events and the
+appended, never scanned (rule 2). ``events`` (a bool; the lists of events are ``out``) is the
+switch, named as :meth:`feed` names it, between :meth:`feed` with events and the
 wrapped stream that nobody reads events from: without it, the two events nearly every chunk makes
 (``ContentDelta``, ``ArgumentsDelta``) are not built and the scanner is not asked where the JSON
 stands. A part of a chunk that cannot be read is recorded, and the call it may have belonged to is
@@ -188,8 +189,8 @@ class Accumulator(CallStore):
 
     # -- reading: the one reader of chunks ---------------------------------------------------
 
-    def _read(self, chunk: Any, events: list[Event], want: bool) -> None:
-        """Read one chunk; what happened is appended to ``events``.
+    def _read(self, chunk: Any, out: list[Event], events: bool) -> None:
+        """Read one chunk; what happened is appended to ``out``.
 
         The envelope, then, when the chunk is the SDK's own piece of nothing but one plain
         continuation of a call (an index and argument text, no ``{``), its text goes to the owner at
@@ -218,7 +219,7 @@ class Accumulator(CallStore):
             read = read_object(chunk, _CHUNK)
             if read is None:
                 # Whatever it carried cannot be told: any open call may have lost a fragment (rule 9).
-                self._damaged(None, f"a chunk must be an object, got {type(chunk).__name__}", chunk, events)
+                self._damaged(None, f"a chunk must be an object, got {type(chunk).__name__}", chunk, out)
                 return
             fields, unknown, (usage, choices) = read
         if unknown is not None:
@@ -226,7 +227,7 @@ class Accumulator(CallStore):
             if error:
                 # Like the SDK (``openai._streaming``): any truthy ``error`` is a failure, object or string.
                 raise InBandError(error)
-            self._take_chunk_fields(unknown, events)
+            self._take_chunk_fields(unknown, out)
         probe = self._envelope_probe  # the envelope fields not kept yet (None, once all are)
         if probe is not None:
             try:
@@ -236,75 +237,75 @@ class Accumulator(CallStore):
             if news:
                 self._take_envelope(fields)
         if usage is not None:
-            self._take_usage(usage, events)
+            self._take_usage(usage, out)
         if type(choices) is not list or not choices:
             if choices is not None and type(choices) is not list:
                 # What else the chunk carried cannot be told: any open call may have lost a fragment.
-                self._damaged(None, "choices is not a list", choices, events)
+                self._damaged(None, "choices is not a list", choices, out)
             elif usage is None:
                 self._record(
                     Anomaly(AnomalyCode.EMPTY_CHOICES, "a chunk had no choices and no usage", raw=chunk),
                     None,
-                    events,
+                    out,
                 )
             return
         raw = choices[0]
         if len(choices) != 1 or type(raw) is not _SdkChoice or raw.__pydantic_extra__:
-            return self._read_choices(choices, events, want)
+            return self._read_choices(choices, out, events)
         try:
             index, delta, finish, logprobs = _TAKE_CHOICE(raw.__dict__)
         except KeyError:
-            return self._read_choices(choices, events, want)
+            return self._read_choices(choices, out, events)
         if finish is not None or logprobs is not None or type(index) is not int:
-            return self._read_choices(choices, events, want)
+            return self._read_choices(choices, out, events)
         if type(delta) is not _SdkDelta or delta.__pydantic_extra__:
-            return self._read_choices(choices, events, want)
+            return self._read_choices(choices, out, events)
         try:
             tool_calls, content, role, refusal, function_call = _TAKE_DELTA(delta.__dict__)
         except KeyError:
-            return self._read_choices(choices, events, want)
+            return self._read_choices(choices, out, events)
         if content is not None or role is not None or refusal is not None or function_call is not None:
-            return self._read_choices(choices, events, want)
+            return self._read_choices(choices, out, events)
         state = self._choices.get(index)
         if state is None or type(tool_calls) is not list or len(tool_calls) != 1:
-            return self._read_choices(choices, events, want)
+            return self._read_choices(choices, out, events)
         entry = tool_calls[0]
         if type(entry) is not _SdkEntry or entry.__pydantic_extra__:
-            return self._read_choices(choices, events, want)
+            return self._read_choices(choices, out, events)
         try:
             position, fid, ftype, function = _TAKE_ENTRY(entry.__dict__)
         except KeyError:
-            return self._read_choices(choices, events, want)
+            return self._read_choices(choices, out, events)
         if (
             fid is not None
             or ftype is not None
             or type(function) is not _SdkFunction
             or function.__pydantic_extra__
         ):
-            return self._read_choices(choices, events, want)
+            return self._read_choices(choices, out, events)
         try:
             name, arguments = _TAKE_FUNCTION(function.__dict__)
         except KeyError:
-            return self._read_choices(choices, events, want)
+            return self._read_choices(choices, out, events)
         if name is not None or type(arguments) is not str or not arguments or "{" in arguments:
-            return self._read_choices(choices, events, want)
+            return self._read_choices(choices, out, events)
         table = state.table
         call = table.by_index.get(position) if type(position) is int else None
         if call is None or table.chains or table.custom:
-            return self._read_choices(choices, events, want)
+            return self._read_choices(choices, out, events)
         self._touched = call
         owner = self._owner
         try:
-            owner.fragment(call, (arguments, entry, want), events)
+            owner.fragment(call, (arguments, entry, events), out)
         except Exception as exc:
-            self._fragment_fault(state, exc, entry, events)
+            self._fragment_fault(state, exc, entry, out)
             return None
         if owner.notes:  # a limit it reached
             for note in owner.take_notes():
-                self._record(note, call, events)
+                self._record(note, call, out)
         return None
 
-    def _read_choices(self, choices: list[Any], events: list[Event], want: bool) -> None:
+    def _read_choices(self, choices: list[Any], out: list[Event], events: bool) -> None:
         """Each choice of a chunk: its delta (role, content, refusal, unknown fields, tool-call
         entries), logprobs and finish_reason. A failure refuses the calls of the choice it was
         reading, and the next choice is still read (rule 9)."""
@@ -312,23 +313,23 @@ class Accumulator(CallStore):
         for raw in choices:
             read = _read_sdk(raw, _SdkChoice, _CHOICE)
             if read is None:
-                self._damaged(None, "a choice is not an object", raw, events)
+                self._damaged(None, "a choice is not an object", raw, out)
                 continue
             index, delta, finish, logprobs = read[1]
             if type(index) is not int or index < 0 or index >= MAX_INDEX:
-                index = self._choice_index(index, raw, events)
+                index = self._choice_index(index, raw, out)
                 if index is None:
                     continue
             if seen is not None:
                 if index in seen:
                     # Two pieces of one chunk (or two choices of one completion) claim the same choice:
                     # which text belongs to which cannot be told, so none of that choice's calls runs.
-                    self._duplicate_choice(index, raw, events)
+                    self._duplicate_choice(index, raw, out)
                     continue
                 seen.add(index)
             state = self._choices.get(index)
             if state is None:
-                state = self._open_choice(index, events)
+                state = self._open_choice(index, out)
                 if state is None:
                     continue
             sealing: list[ToolCall] | None = None
@@ -336,40 +337,40 @@ class Accumulator(CallStore):
                 if delta is not None:
                     read = _read_sdk(delta, _SdkDelta, _DELTA)
                     if read is None:
-                        self._damaged(state, "delta is not an object", delta, events)
+                        self._damaged(state, "delta is not an object", delta, out)
                     else:
                         rest, (tool_calls, content, role, refusal, function_call) = read
                         if content is not None:
                             if type(content) is str:
                                 if content:
-                                    self._take_content(state, content, events, want)
+                                    self._take_content(state, content, out, events)
                             else:
-                                self._skipped(state, "content", content, events)
+                                self._skipped(state, "content", content, out)
                         if rest is not None or role is not None or refusal is not None:
-                            self._read_delta_rest(state, role, refusal, rest, events)
+                            self._read_delta_rest(state, role, refusal, rest, out)
                         if tool_calls:
                             if type(tool_calls) is list:
                                 for entry in tool_calls:
                                     if entry is not None:
                                         self._touched = None
                                         try:
-                                            self._read_fragment(state, entry, events, want)
+                                            self._read_fragment(state, entry, out, events)
                                         except Exception as exc:
-                                            self._fragment_fault(state, exc, entry, events)
+                                            self._fragment_fault(state, exc, entry, out)
                             else:
-                                self._damaged(state, "tool_calls is not a list", tool_calls, events)
+                                self._damaged(state, "tool_calls is not a list", tool_calls, out)
                         elif function_call is not None:
-                            self._read_legacy(state, function_call, events, want)
+                            self._read_legacy(state, function_call, out, events)
                 if logprobs is not None:
-                    self._take_logprobs(state, logprobs, events)
+                    self._take_logprobs(state, logprobs, out)
                 if finish is not None:
-                    reason = self._finish_reason(state, finish, events)
+                    reason = self._finish_reason(state, finish, out)
                     if reason is not None:
                         # The calls this finish may seal: if sealing fails, none of them may stay ready.
                         sealing = [c for c in state.table.calls if c.status == "open"]
-                        self._finish(state, reason, events)
+                        self._finish(state, reason, out)
             except Exception as exc:
-                self._fault(state, exc, sealing, events)
+                self._fault(state, exc, sealing, out)
 
     def _read_delta_rest(
         self,
@@ -377,23 +378,23 @@ class Accumulator(CallStore):
         role: Any,
         refusal: Any,
         unknown: dict[str, Any] | None,
-        events: list[Event],
+        out: list[Event],
     ) -> None:
         """The rarer parts of a delta: role, refusal, unknown fields (reasoning text, Q29)."""
         if role is not None:
-            self._take_role(state, role, events)
+            self._take_role(state, role, out)
         if refusal is not None:
             if type(refusal) is str:
                 if refusal:
-                    if self._charge(text_size(refusal), "refusal text", state.index, events):
+                    if self._charge(text_size(refusal), "refusal text", state.index, out):
                         push(state.refusal, refusal)
-                    events.append(RefusalDelta(state.index, refusal))
+                    out.append(RefusalDelta(state.index, refusal))
             else:
-                self._skipped(state, "refusal", refusal, events)
+                self._skipped(state, "refusal", refusal, out)
         if unknown is not None:
-            self._take_delta_fields(state, unknown, events)
+            self._take_delta_fields(state, unknown, out)
 
-    def _choice_index(self, value: Any, raw: Any, events: list[Event]) -> int | None:
+    def _choice_index(self, value: Any, raw: Any, out: list[Event]) -> int | None:
         """The choice index of a piece whose ``index`` is not a plain integer, or None (dropped).
 
         Read like a call's index (``"1"``, ``1.0``: noted). Missing or unusable, it can only be
@@ -406,25 +407,25 @@ class Accumulator(CallStore):
             index, note = read_index(value)
             if index is not None:
                 self._record(
-                    Anomaly(AnomalyCode.NON_INTEGER_INDEX, f"choice {note}", index, raw=raw), None, events
+                    Anomaly(AnomalyCode.NON_INTEGER_INDEX, f"choice {note}", index, raw=raw), None, out
                 )
                 return index
         if any(i != 0 for i in self._choices):
-            self._damaged(None, f"a choice piece with index {show(value)} among several choices", raw, events)
+            self._damaged(None, f"a choice piece with index {show(value)} among several choices", raw, out)
             return None
         self._record(
             Anomaly(AnomalyCode.MALFORMED_CHUNK, f"choice index {show(value)} read as 0", 0, raw=raw),
             None,
-            events,
+            out,
         )
         state = self._choices.get(0)
         if state is None:
-            state = self._open_choice(0, events)
+            state = self._open_choice(0, out)
         if state is not None:
             state.guessed = True
         return 0
 
-    def _finish_reason(self, state: ChoiceState, value: Any, events: list[Event]) -> str | None:
+    def _finish_reason(self, state: ChoiceState, value: Any, out: list[Event]) -> str | None:
         if type(value) is str and 0 < len(value) <= MAX_LABEL:
             return value
         if value == "":
@@ -438,10 +439,10 @@ class Accumulator(CallStore):
                 state.index,
                 raw=value,
             )
-        self._record(note, None, events)
+        self._record(note, None, out)
         return None
 
-    def _skipped(self, state: ChoiceState, what: str, value: Any, events: list[Event]) -> None:
+    def _skipped(self, state: ChoiceState, what: str, value: Any, out: list[Event]) -> None:
         self._record(
             Anomaly(
                 AnomalyCode.MALFORMED_CHUNK,
@@ -450,11 +451,11 @@ class Accumulator(CallStore):
                 raw=value,
             ),
             None,
-            events,
+            out,
         )
 
     def _read_fragment(
-        self, state: ChoiceState, entry: Any, events: list[Event], want: bool
+        self, state: ChoiceState, entry: Any, out: list[Event], events: bool
     ) -> ToolCall | None:
         """One ``delta.tool_calls`` entry: clean its values, find its call, write what it carries.
         Returns the call it reached (None when it opened none).
@@ -465,7 +466,7 @@ class Accumulator(CallStore):
         other fragment goes on through the lines below it, to the same entrance."""
         read = _read_sdk(entry, _SdkEntry, _ENTRY)
         if read is None:
-            self._damaged(state, "a tool call entry is not an object", entry, events)
+            self._damaged(state, "a tool call entry is not an object", entry, out)
             return None
         extra, (index, fid, ftype, function) = read
         notes: list[Anomaly] = []
@@ -521,22 +522,22 @@ class Accumulator(CallStore):
             # A plain continuation, with no call of the choice watched for resends (every call's
             # first text is): nothing more to route.
             self._touched = call
-            owner.fragment(call, (arguments, entry, want), events)
+            owner.fragment(call, (arguments, entry, events), out)
             if owner.notes:  # a limit it reached
                 for note in owner.take_notes():
-                    self._record(note, call, events)
+                    self._record(note, call, out)
             return call
         if index == SKIP:
             for note in notes:
-                self._record(note, None, events)
+                self._record(note, None, out)
             return None
         opening = call is None
         if call is None:
-            call = self._open_call(state, index, entry, notes, events)
+            call = self._open_call(state, index, entry, notes, out)
             if call is None:
                 return None
         self._touched = call
-        if extra is not None and not self._keep(extra, "a tool call's unknown fields", state.index, events):
+        if extra is not None and not self._keep(extra, "a tool call's unknown fields", state.index, out):
             extra = None
         kind = ftype if ftype and ftype != "null" else call.type
         if custom is not None and kind is None:
@@ -555,33 +556,33 @@ class Accumulator(CallStore):
         taint = _distrust(call, unreadable, clash, flags)
         if fid is not None or name is not None or ftype is not None or extra is not None or opening:
             identity = Identity(fid, name, ftype, extra, bool(flags & NEW_ID), entry)
-            owner.identify(call, identity, events, opening)
+            owner.identify(call, identity, out, opening)
         if taint is not None:
             owner.taint(call, taint)
         if replace_all:
-            owner.resend(call, (text or "", entry, want), events)
+            owner.resend(call, (text or "", entry, events), out)
         else:
-            owner.fragment(call, (text or "", entry, want), events)
+            owner.fragment(call, (text or "", entry, events), out)
         if fid is not None and call.id == fid:
             table.by_id.setdefault(fid, call)
         if owner.notes:
             notes.extend(owner.take_notes())
         for note in notes:
-            self._record(note, call, events)
+            self._record(note, call, out)
         return call
 
-    def _read_legacy(self, state: ChoiceState, fc: Any, events: list[Event], want: bool) -> None:
+    def _read_legacy(self, state: ChoiceState, fc: Any, out: list[Event], events: bool) -> None:
         """A legacy ``delta.function_call`` piece, read as the entry of tool call 0 (its id will be
         synthesized), through the same lines as any entry."""
         if read_object(fc, _FUNCTION) is None:
-            self._damaged(state, "function_call is not an object", fc, events)
+            self._damaged(state, "function_call is not an object", fc, out)
             return
         entry = {"index": 0, "type": "function", "function": fc}
-        call = self._read_fragment(state, entry, events, want)
+        call = self._read_fragment(state, entry, out, events)
         note = Anomaly(
             AnomalyCode.LEGACY_FUNCTION_CALL, "legacy delta.function_call read as a tool call", state.index
         )
-        self._record(note, call, events)
+        self._record(note, call, out)
 
     # -- feeding -----------------------------------------------------------------------------
 
@@ -603,13 +604,13 @@ class Accumulator(CallStore):
             self._envelope_unset = unset
             self._envelope_probe = _probe(unset) if unset else None
 
-    def _take_chunk_fields(self, unknown: dict[str, Any], events: list[Event]) -> None:
+    def _take_chunk_fields(self, unknown: dict[str, Any], out: list[Event]) -> None:
         """Unknown chunk fields, kept for the final completion (rule 6), within the limits."""
         for key, value in unknown.items():
-            if self._keep(value, f"the chunk field {show(key)}", None, events):
+            if self._keep(value, f"the chunk field {show(key)}", None, out):
                 self._extra[key] = value
 
-    def _duplicate_choice(self, index: int, raw: Any, events: list[Event]) -> None:
+    def _duplicate_choice(self, index: int, raw: Any, out: list[Event]) -> None:
         """A second piece for choice ``index`` in one chunk: every call of that choice is refused,
         sealed ones included (a completion's two "choice 0" must not merge into one)."""
         self._record(
@@ -621,42 +622,42 @@ class Accumulator(CallStore):
                 raw=raw,
             ),
             None,
-            events,
+            out,
         )
         state = self._choices.get(index)
         if state is not None:
             why = "two pieces of one chunk claimed its choice, so its text cannot be told apart"
-            self._refuse(list(state.table.calls), None, events, None, why=why)
+            self._refuse(list(state.table.calls), None, out, None, why=why)
             state.duplicated = True
 
-    def _take_role(self, state: ChoiceState, role: Any, events: list[Event]) -> None:
+    def _take_role(self, state: ChoiceState, role: Any, out: list[Event]) -> None:
         if type(role) is not str or len(role) > MAX_LABEL:
             self._record(
                 Anomaly(AnomalyCode.MALFORMED_CHUNK, f"role was {show(role)}; skipped", state.index),
                 None,
-                events,
+                out,
             )
         elif state.role is not None:
             self._record(
                 Anomaly(AnomalyCode.ROLE_REPEATED, "role repeated on a later delta", state.index),
                 None,
-                events,
+                out,
             )
         elif role:
             state.role = role
 
-    def _take_content(self, state: ChoiceState, text: str, events: list[Event], want: bool) -> None:
+    def _take_content(self, state: ChoiceState, text: str, out: list[Event], events: bool) -> None:
         index = state.index
         if state.finish_reason is not None:
             self._record(
-                Anomaly(AnomalyCode.FRAGMENT_AFTER_FINISH, "content after finish_reason", index), None, events
+                Anomaly(AnomalyCode.FRAGMENT_AFTER_FINISH, "content after finish_reason", index), None, out
             )
-        if self._charge(text_size(text), "content", index, events):
+        if self._charge(text_size(text), "content", index, out):
             push(state.content, text)
-        if want:
-            events.append(content_delta(index, text))
+        if events:
+            out.append(content_delta(index, text))
 
-    def _take_delta_fields(self, state: ChoiceState, extra: dict[str, Any], events: list[Event]) -> None:
+    def _take_delta_fields(self, state: ChoiceState, extra: dict[str, Any], out: list[Event]) -> None:
         """Unknown delta fields that belong to the message: reasoning text (concatenated, Q29) and
         structured values (lists extended, objects last-wins). Scalars beside them are per-chunk
         labels (Groq's ``channel: "analysis"``, Mistral's ``index`` inside the delta, Together's
@@ -667,14 +668,14 @@ class Accumulator(CallStore):
             if type(value) is str:
                 if not value or key not in REASONING_FIELDS:
                     continue
-                if self._charge(text_size(value), "reasoning text", index, events):
+                if self._charge(text_size(value), "reasoning text", index, out):
                     parts = state.reasoning.get(key)
                     if parts is None:
                         parts = state.reasoning[key] = []
                     push(parts, value)
-                events.append(ReasoningDelta(index, key, value))
+                out.append(ReasoningDelta(index, key, value))
             elif not isinstance(value, (dict, list, BaseModel)) or not self._keep(
-                value, f"the delta field {show(key)}", index, events
+                value, f"the delta field {show(key)}", index, out
             ):
                 continue
             elif type(value) is list:
@@ -686,7 +687,7 @@ class Accumulator(CallStore):
             else:
                 state.extra[key] = value
 
-    def _take_logprobs(self, state: ChoiceState, logprobs: Any, events: list[Event]) -> None:
+    def _take_logprobs(self, state: ChoiceState, logprobs: Any, out: list[Event]) -> None:
         index = state.index
         for field in ("content", "refusal"):
             items = logprobs.get(field) if type(logprobs) is dict else getattr(logprobs, field, None)
@@ -700,10 +701,10 @@ class Accumulator(CallStore):
                         index,
                     ),
                     None,
-                    events,
+                    out,
                 )
                 continue
-            if not self._keep(items, f"logprobs.{field}", index, events):
+            if not self._keep(items, f"logprobs.{field}", index, out):
                 continue
             if field == "content":
                 if state.logprobs_content is None:
@@ -714,14 +715,14 @@ class Accumulator(CallStore):
                     state.logprobs_refusal = []
                 state.logprobs_refusal.extend(items)
 
-    def _finish(self, state: ChoiceState, reason: str, events: list[Event]) -> None:
+    def _finish(self, state: ChoiceState, reason: str, out: list[Event]) -> None:
         t = self._now()
         notes: list[Anomaly] = []
         first = state.finish_reason is None
         # A finish decides when it is the first, or seals a call opened after the first.
         deciding = first or any(c.status == "open" for c in state.table.calls)
         if self._recovery is not None and state.finish_reason is None and reason != "length":
-            self._recover_text_calls(state, events)
+            self._recover_text_calls(state, out)
         if len(state.finish_reasons) < _MAX_FINISH_REASONS:  # bounded: one per chunk is possible
             state.finish_reasons.append(reason)
         if state.finish_reason is not None:
@@ -759,17 +760,17 @@ class Accumulator(CallStore):
             # Output was cut by the token limit: no call of this choice may run (rule 4).
             for call in calls:
                 if self._owner.end(call, "the choice finished with finish_reason 'length'", t):
-                    events.append(ToolCallIncomplete(call))
+                    out.append(ToolCallIncomplete(call))
         else:
-            self._seal_calls(state, calls, t, events)
+            self._seal_calls(state, calls, t, out)
         if calls:
             self._ensure_ids(state, ordered(calls))
         for note in notes:
-            self._record(note, None, events)
+            self._record(note, None, out)
         self._decide(state, deciding)
-        events.append(ChoiceFinished(state.index, reason))
+        out.append(ChoiceFinished(state.index, reason))
 
-    def _recover_text_calls(self, state: ChoiceState, events: list[Event]) -> None:
+    def _recover_text_calls(self, state: ChoiceState, out: list[Event]) -> None:
         """Opt-in (Q32): tool calls written as text in the finished content become calls, read
         as the entries a provider would have streamed, by the one reader."""
         if state.table.calls or not state.content:
@@ -779,10 +780,10 @@ class Accumulator(CallStore):
         if entries:
             state.content = [rest] if rest else []
             for entry, note in entries:
-                call = self._read_fragment(state, entry, events, True)
-                self._record(note, call, events)
+                call = self._read_fragment(state, entry, out, True)
+                self._record(note, call, out)
 
-    def _end(self, error: BaseException | None, closed: bool, t: float, events: list[Event]) -> None:
+    def _end(self, error: BaseException | None, closed: bool, t: float, out: list[Event]) -> None:
         clean = error is None and not closed
         any_finished = any(c.finish_reason is not None for c in self._choices.values())
         for state in self._choices.values():
@@ -809,13 +810,13 @@ class Accumulator(CallStore):
                         state.index,
                     ),
                     None,
-                    events,
+                    out,
                 )
                 state.finish_reason = "tool_calls"
-                self._seal_calls(state, open_calls, t, events)
+                self._seal_calls(state, open_calls, t, out)
                 continue
             if clean and state.finish_reason not in (None, "length"):
-                self._seal_calls(state, open_calls, t, events)
+                self._seal_calls(state, open_calls, t, out)
                 continue
             if error is not None:
                 reason = f"the stream failed ({type(error).__name__}) before the call was sealed"
@@ -825,7 +826,7 @@ class Accumulator(CallStore):
                 reason = "the stream ended before the choice received a finish_reason"
             for call in open_calls:
                 if self._owner.end(call, reason, t):
-                    events.append(ToolCallIncomplete(call))
+                    out.append(ToolCallIncomplete(call))
 
     def get_final_completion(self) -> ChatCompletion:
         """Build the ``ChatCompletion`` (once the input is over; this ends it if not yet ended).

@@ -105,9 +105,10 @@ EVENTS = ("fragment", "resent", "identity", "statement", "verdict", "finish", "l
 # -- the events: one typed payload per column ------------------------------------------------------
 
 Fragment = tuple[str, Any, bool]
-"""The payload of ``fragment`` and ``resent``: ``(text, raw, want)``, the argument text (for
+"""The payload of ``fragment`` and ``resent``: ``(text, raw, events)``, the argument text (for
 ``resent``, the whole text so far, sent again), the wire piece it came in (for the anomalies it
-causes) and whether events are read (``want``: build ``ArgumentsDelta``, ask the scanner and the
+causes) and whether events are read (``events``, the switch ``feed(events=...)`` names: build
+``ArgumentsDelta``, ask the scanner and the
 early check). A plain tuple, not a class: most chunks of a stream build one, on the hot path."""
 
 
@@ -160,10 +161,10 @@ Refusal = ToolCallError | None
 
 class Action(Protocol[P]):
     """What a cell does: every action has this one signature. It returns an error to refuse the
-    call (the owner then makes it ``invalid`` and announces it on ``events``), or None, and the call
+    call (the owner then makes it ``invalid`` and announces it on ``out``), or None, and the call
     goes to the cell's next state."""
 
-    def __call__(self, owner: CallOwner, call: ToolCall, event: P, events: list[Event], /) -> Refusal: ...
+    def __call__(self, owner: CallOwner, call: ToolCall, event: P, out: list[Event], /) -> Refusal: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,25 +215,25 @@ def _move(call: ToolCall, phase: str) -> None:
     call._row = TRANSITIONS[phase]
 
 
-def _to_invalid(call: ToolCall, error: ToolCallError, events: list[Event]) -> None:
+def _to_invalid(call: ToolCall, error: ToolCallError, out: list[Event]) -> None:
     """A refusal: ``invalid`` with ``error``, announced (an executor acting on ``ToolCallReady`` must
     hear that the call must not run after all)."""
     if call._status == "open" and call._metrics.sealed_at is None:
         call._metrics.sealed_at = call._clock()
     call._error = error
     _move(call, INVALID)
-    events.append(ToolCallInvalid(call, error))
+    out.append(ToolCallInvalid(call, error))
 
 
-def _step(owner: CallOwner, call: ToolCall, cell: Cell[P], event: P, events: list[Event]) -> bool:
+def _step(owner: CallOwner, call: ToolCall, cell: Cell[P], event: P, out: list[Event]) -> bool:
     """Apply one cell: its action, then its next state, or ``invalid`` when the action refused the
     call. False when the cell says nothing happens."""
     action = cell.action
     if action is None:
         return False
-    error = action(owner, call, event, events)
+    error = action(owner, call, event, out)
     if error is not None:
-        _to_invalid(call, error, events)
+        _to_invalid(call, error, out)
     elif cell.to is not None:
         _move(call, cell.to)
     return True
@@ -258,7 +259,7 @@ class CallOwner:
 
     It also holds the stream's byte budget (``Limits.max_stream_bytes``), since every byte a call
     keeps is counted here; the accumulators charge their own text (content, reasoning, unknown
-    fields) through :meth:`charge`. What a call announces goes to the ``events`` each method is
+    fields) through :meth:`charge`. What a call announces goes to the ``out`` each method is
     given; the anomalies an event caused wait in :attr:`notes` for the reader, which records them
     with the call right after (:meth:`take_notes`).
     """
@@ -298,31 +299,29 @@ class CallOwner:
 
     # -- the events -----------------------------------------------------------------------------
 
-    def fragment(self, call: ToolCall, fragment: Fragment, events: list[Event]) -> None:
+    def fragment(self, call: ToolCall, fragment: Fragment, out: list[Event]) -> None:
         """One piece of the call (counted), with its argument text (the ``fragment`` event when the
         text is not empty). The one entrance for text, and the hot path: on an open call the cell's
         action is the append itself."""
         call._metrics.fragments += 1
         if fragment[0]:
             cell = call._row["fragment"]
-            error = cell.action(self, call, fragment, events)  # type: ignore[misc]  # never NOTHING
+            error = cell.action(self, call, fragment, out)  # type: ignore[misc]  # never NOTHING
             if error is not None:
-                _to_invalid(call, error, events)
+                _to_invalid(call, error, out)
 
-    def resend(self, call: ToolCall, fragment: Fragment, events: list[Event]) -> None:
+    def resend(self, call: ToolCall, fragment: Fragment, out: list[Event]) -> None:
         """One piece of the call (counted) that sent its whole text so far again (``resent``)."""
         call._metrics.fragments += 1
         if fragment[0]:
-            _step(self, call, call._row["resent"], fragment, events)
+            _step(self, call, call._row["resent"], fragment, out)
 
-    def identify(
-        self, call: ToolCall, identity: Identity, events: list[Event], opening: bool = False
-    ) -> None:
+    def identify(self, call: ToolCall, identity: Identity, out: list[Event], opening: bool = False) -> None:
         """What a piece says of the call's id, name, type and unknown fields (``identity``);
         ``opening``: the piece opened the call, which may be one too many for its choice."""
-        _step(self, call, call._row["identity"], identity, events)
+        _step(self, call, call._row["identity"], identity, out)
         if opening and call._slot >= self.limits.max_calls_per_choice:
-            self.limit_calls(call, events)
+            self.limit_calls(call, out)
 
     def taint(self, call: ToolCall, error: ToolCallError) -> None:
         """Something about the open call cannot be trusted (an unreadable part of a fragment, its
@@ -331,9 +330,9 @@ class CallOwner:
         if call._status == "open" and call._pending_error is None:
             call._pending_error = error
 
-    def state(self, call: ToolCall, statement: Statement, events: list[Event]) -> None:
+    def state(self, call: ToolCall, statement: Statement, out: list[Event]) -> None:
         """The server stated the call whole (``statement``)."""
-        _step(self, call, call._row["statement"], statement, events)
+        _step(self, call, call._row["statement"], statement, out)
 
     def seal(self, call: ToolCall, finish: Finish) -> bool:
         """The call's choice (or response) finished (``finish``): parse and check it (``ready`` or
@@ -343,11 +342,11 @@ class CallOwner:
         _step(self, call, call._row["finish"], finish, [])
         return news
 
-    def verdict(self, call: ToolCall, error: ToolCallError, events: list[Event]) -> None:
+    def verdict(self, call: ToolCall, error: ToolCallError, out: list[Event]) -> None:
         """The call can no longer become valid while it still streams (``verdict``, ``_early.py``)."""
-        _step(self, call, call._row["verdict"], error, events)
+        _step(self, call, call._row["verdict"], error, out)
 
-    def limit_calls(self, call: ToolCall, events: list[Event]) -> None:
+    def limit_calls(self, call: ToolCall, out: list[Event]) -> None:
         """The call's choice already holds ``Limits.max_calls_per_choice`` calls (``limit``)."""
         limit = self.limits.max_calls_per_choice
         error = LimitExceeded(
@@ -355,13 +354,13 @@ class CallOwner:
             limit="max_calls_per_choice",
             value=limit,
         )
-        _step(self, call, call._row["limit"], error, events)
+        _step(self, call, call._row["limit"], error, out)
         call._bytes_left = call._sample_chars  # keep no more than a sample of its text
 
-    def refuse(self, call: ToolCall, error: ToolCallError, events: list[Event] | None = None) -> bool:
+    def refuse(self, call: ToolCall, error: ToolCallError, out: list[Event] | None = None) -> bool:
         """A fault touched the call (an unreadable part of the input, toolstitch's own failure):
         ``invalid`` unless it was already refused or ended (``fault``). True when it changed."""
-        return _step(self, call, call._row["fault"], error, [] if events is None else events)
+        return _step(self, call, call._row["fault"], error, [] if out is None else out)
 
     def end(self, call: ToolCall, reason: str, t: float | None = None) -> bool:
         """The input ended (or the response said so) before the call was sealed (``end``):
@@ -393,11 +392,11 @@ class CallOwner:
 # -- the actions ------------------------------------------------------------------------------------
 
 
-def _append(owner: CallOwner, call: ToolCall, fragment: Fragment, events: list[Event]) -> Refusal:
+def _append(owner: CallOwner, call: ToolCall, fragment: Fragment, out: list[Event]) -> Refusal:
     """open + fragment, the hot transition: one append, the counters against the call's and the
-    stream's bounds, and with events (``want``) the ``ArgumentsDelta`` and what the scanner and the
+    stream's bounds, and with events read the ``ArgumentsDelta`` and what the scanner and the
     early check say. Both read just this fragment when in step with the text."""
-    text, _, want = fragment
+    text, _, read = fragment
     metrics = call._metrics
     n = len(text)
     size = n if text.isascii() else text_size(text)
@@ -423,9 +422,9 @@ def _append(owner: CallOwner, call: ToolCall, fragment: Fragment, events: list[E
         parts.clear()
     call._joined = None
     call._chars = chars + n
-    if not want:
+    if not read:  # nobody reads events
         return None
-    events.append(arguments_delta(call, text))
+    out.append(arguments_delta(call, text))
     scanner = call._scanner
     body = False
     if scanner.offset == chars:
@@ -433,9 +432,9 @@ def _append(owner: CallOwner, call: ToolCall, fragment: Fragment, events: list[E
         if news:
             if scanner.complete:
                 metrics.arguments_complete_at = call._clock()
-                events.append(ArgumentsComplete(call))
+                out.append(ArgumentsComplete(call))
             if scanner.error is not None:
-                events.append(ArgumentsMalformed(call, scanner.error, scanner.error_at))
+                out.append(ArgumentsMalformed(call, scanner.error, scanner.error_at))
         else:
             body = news is None
     else:  # text arrived while nobody read events: caught up from the joined text
@@ -443,14 +442,14 @@ def _append(owner: CallOwner, call: ToolCall, fragment: Fragment, events: list[E
         had_error = scanner.error is not None
         call._scan()
         if scanner.complete and not was_complete:
-            events.append(ArgumentsComplete(call))
+            out.append(ArgumentsComplete(call))
         if scanner.error is not None and not had_error:
-            events.append(ArgumentsMalformed(call, scanner.error, scanner.error_at))
+            out.append(ArgumentsMalformed(call, scanner.error, scanner.error_at))
     early = call._early
     if type(early) is not EarlyCheck:
         if early is not UNREAD:
             return None  # nothing to check
-        early = call._early = _start_early(owner, call, chars, events)
+        early = call._early = _start_early(owner, call, chars, out)
         if type(early) is not EarlyCheck:
             return None
     if body and early.free and early.offset == chars:
@@ -465,13 +464,13 @@ def _append(owner: CallOwner, call: ToolCall, fragment: Fragment, events: list[E
             raw=call.arguments[: call._sample_chars],
             errors=[reason],
         )
-        owner.verdict(call, error, events)
+        owner.verdict(call, error, out)
     elif early.done:
         call._early = NOTHING_EARLY
     return None
 
 
-def _resend(owner: CallOwner, call: ToolCall, fragment: Fragment, events: list[Event]) -> Refusal:
+def _resend(owner: CallOwner, call: ToolCall, fragment: Fragment, out: list[Event]) -> Refusal:
     """open + resent: the text so far is replaced by the resent whole, once the stream's bound
     allows it (over the bound, a replacement replaces nothing)."""
     text = fragment[0]
@@ -492,10 +491,10 @@ def _resend(owner: CallOwner, call: ToolCall, fragment: Fragment, events: list[E
     call._bytes_left += metrics.bytes
     metrics.bytes = 0
     call._surrogates = False
-    return _append(owner, call, fragment, events)
+    return _append(owner, call, fragment, out)
 
 
-def _start_early(owner: CallOwner, call: ToolCall, chars: int, events: list[Event]) -> EarlyCheck | Early:
+def _start_early(owner: CallOwner, call: ToolCall, chars: int, out: list[Event]) -> EarlyCheck | Early:
     """The early check of a call whose first text is being read (``_early.py``): its name is fixed
     from here on, so the request's verdict on the name is asked now; then what is certain about
     its tool's schema, if anything."""
@@ -504,7 +503,7 @@ def _start_early(owner: CallOwner, call: ToolCall, chars: int, events: list[Even
         return NOTHING_EARLY
     error, node = checks.early(call._name, "")
     if error is not None:
-        owner.verdict(call, error, events)
+        owner.verdict(call, error, out)
         return NOTHING_EARLY
     if node is None or call._type == CUSTOM:  # a custom tool's input is text, not JSON
         return NOTHING_EARLY
@@ -531,7 +530,7 @@ def _exceed(owner: CallOwner, call: ToolCall, limit_name: str, limit: int, text:
     )
 
 
-def _frozen_text(owner: CallOwner, call: ToolCall, fragment: Fragment, events: list[Event]) -> Refusal:
+def _frozen_text(owner: CallOwner, call: ToolCall, fragment: Fragment, out: list[Event]) -> Refusal:
     """stated or ready + fragment: text for a call whose text is frozen (the server stated it
     whole, or the call was sealed). Counted, noted, refused; the frozen text is kept, whitespace
     included: the text that was checked is the text that runs. A sealed call's whole text resent
@@ -564,7 +563,7 @@ def _resent_whole(owner: CallOwner, call: ToolCall, text: str, raw: Any) -> bool
     return True
 
 
-def _count_only(owner: CallOwner, call: ToolCall, fragment: Fragment, events: list[Event]) -> Refusal:
+def _count_only(owner: CallOwner, call: ToolCall, fragment: Fragment, out: list[Event]) -> Refusal:
     """invalid or incomplete + fragment: counted, never kept (a late fragment's sample grows to
     the bound, so a refusal shows what came late); its whole text resent is dropped. A call
     refused for another reason that still receives text is refused for that too (what it would
@@ -587,7 +586,7 @@ def _count_only(owner: CallOwner, call: ToolCall, fragment: Fragment, events: li
     return news
 
 
-def _identify(owner: CallOwner, call: ToolCall, identity: Identity, events: list[Event]) -> Refusal:
+def _identify(owner: CallOwner, call: ToolCall, identity: Identity, out: list[Event]) -> Refusal:
     """open + identity: written once, from the first usable value. An id past the bound refuses
     the call, which still keeps it: the history answers it under that id and the model is told."""
     fid, name, ftype, extra, new_id, raw = identity
@@ -663,7 +662,7 @@ def _identify_name(owner: CallOwner, call: ToolCall, name: str, raw: Any) -> Non
         _note(owner, call, raw, "name_conflict", new=name, old=current)
 
 
-def _identity_frozen(owner: CallOwner, call: ToolCall, identity: Identity, events: list[Event]) -> Refusal:
+def _identity_frozen(owner: CallOwner, call: ToolCall, identity: Identity, out: list[Event]) -> Refusal:
     """sealed + identity: a late fragment may repeat the identity, never complete or change it."""
     fid, name, _, _, _, raw = identity
     if fid is not None and fid != call._id:
@@ -682,7 +681,7 @@ def _disagree(owner: CallOwner, call: ToolCall, what: str, raw: Any) -> ToolCall
     )
 
 
-def _statement(owner: CallOwner, call: ToolCall, statement: Statement, events: list[Event]) -> Refusal:
+def _statement(owner: CallOwner, call: ToolCall, statement: Statement, out: list[Event]) -> Refusal:
     """open, stated, refused or ready + statement: adopted when nothing streamed (and ``adopt``
     allows it), else held to what streamed; either way the text is frozen."""
     text, name, fid, where, adopt, raw = statement
@@ -702,13 +701,13 @@ def _statement(owner: CallOwner, call: ToolCall, statement: Statement, events: l
     if opened and call._chars == 0 and call._metrics.bytes == 0:
         if text and not adopt:
             return _disagree(owner, call, f"{where} states text that never streamed for this call", raw)
-        return _append(owner, call, (text, raw, False), events) if text else None
+        return _append(owner, call, (text, raw, False), out) if text else None
     if call.arguments != text:
         return _disagree(owner, call, f"the arguments in {where} differ from the text that streamed", raw)
     return None
 
 
-def _seal(owner: CallOwner, call: ToolCall, finish: Finish, events: list[Event]) -> Refusal:
+def _seal(owner: CallOwner, call: ToolCall, finish: Finish, out: list[Event]) -> Refusal:
     """open, stated or refused + finish: parse once, strictly, then the request's checks
     (``_seal.py``): ``ready``, or ``invalid`` with the error. A call refused while it streamed is
     sealed ``invalid`` with the seal's error (every reason, not only the first). Every refusal at
@@ -743,7 +742,7 @@ def _seal(owner: CallOwner, call: ToolCall, finish: Finish, events: list[Event])
     return error
 
 
-def _refuse_early(owner: CallOwner, call: ToolCall, error: ToolCallError, events: list[Event]) -> Refusal:
+def _refuse_early(owner: CallOwner, call: ToolCall, error: ToolCallError, out: list[Event]) -> Refusal:
     """open + verdict: the text so far can no longer become valid (``_early.py``). Refused at once
     for everyone listening (``ToolCallInvalid`` now, ``error`` set), sealed ``invalid`` when its
     choice finishes; until then (state ``refused``) its text is kept as it arrives, so the message
@@ -752,23 +751,23 @@ def _refuse_early(owner: CallOwner, call: ToolCall, error: ToolCallError, events
     if call._pending_error is not None:
         error = call._pending_error
     call._error = error
-    events.append(ToolCallInvalid(call, error))
+    out.append(ToolCallInvalid(call, error))
     return None
 
 
-def _refusal(owner: CallOwner, call: ToolCall, error: ToolCallError, events: list[Event]) -> Refusal:
+def _refusal(owner: CallOwner, call: ToolCall, error: ToolCallError, out: list[Event]) -> Refusal:
     """+ fault, + verdict on a stated call: the event's error refuses the call (a ready call is
     withdrawn)."""
     return error
 
 
-def _limit(owner: CallOwner, call: ToolCall, error: ToolCallError, events: list[Event]) -> Refusal:
+def _limit(owner: CallOwner, call: ToolCall, error: ToolCallError, out: list[Event]) -> Refusal:
     """+ limit: a bound was exceeded; a sample is kept, the call refused."""
     _keep_sample(call, "")
     return error
 
 
-def _end(owner: CallOwner, call: ToolCall, ending: Ending, events: list[Event]) -> Refusal:
+def _end(owner: CallOwner, call: ToolCall, ending: Ending, out: list[Event]) -> Refusal:
     """open, stated or refused + end: ``incomplete``; the text is kept as it arrived. So is a call
     refused while it streamed (its verdict was announced then): what a cut stream leaves is
     incomplete."""
@@ -781,7 +780,7 @@ def _end(owner: CallOwner, call: ToolCall, ending: Ending, events: list[Event]) 
 def _refused_transition(event: str, state: str) -> Cell[Any]:
     """The cell for an event a state does not list: the call is refused, never silently kept."""
 
-    def unlisted(owner: CallOwner, call: ToolCall, payload: Any, events: list[Event]) -> Refusal:
+    def unlisted(owner: CallOwner, call: ToolCall, payload: Any, out: list[Event]) -> Refusal:
         return TransitionRefused(f"the event {event!r} is not allowed for a call that is {state}")
 
     return Cell(unlisted, INVALID)

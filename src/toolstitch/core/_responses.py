@@ -333,7 +333,7 @@ class ResponseAccumulator(CallStore):
     def _in_band_error(self) -> None:
         self.status = self.status or "error"
 
-    def _late_input(self, chunk: Any, events: list[Event]) -> None:
+    def _late_input(self, chunk: Any, out: list[Event]) -> None:
         """A final event after the end (an ``error`` event ended the input): it would finish the
         response again, so the guard hears of it when a call is not ready (bounded)."""
         read = read_object(chunk, _EVENT_KEYS)
@@ -354,7 +354,7 @@ class ResponseAccumulator(CallStore):
         }.get(status if type(status) is str else "", "response.unfinished")
         return self.feed({"type": kind, "response": response})
 
-    def _read(self, event: Any, out: list[Event], want: bool) -> None:
+    def _read(self, event: Any, out: list[Event], events: bool) -> None:
         # The hot path (an argument delta, ~97% of a tool-calling stream's events) reads the
         # event's fields once, finds its handler by its type in one dict lookup (``_HANDLERS``),
         # takes an increasing sequence number in one comparison, and hands a plain continuation of
@@ -400,34 +400,38 @@ class ResponseAccumulator(CallStore):
                 call = item.call
                 if call is not None and (index is None or index == item.output_index):
                     owner = self._owner
-                    owner.fragment(call, (delta, event, want), out)  # the owner's hot transition
+                    owner.fragment(call, (delta, event, events), out)  # the owner's hot transition
                     if owner.notes:
                         for note in owner.take_notes():
                             self._record(note, call, out)
                     return
-        handler(self, kind, fields, event, out, want)
+        handler(self, kind, fields, event, out, events)
         # Every other event (hosted tools, audio, annotations, events of newer releases) concerns
         # no function call: the final response carries what it built.
 
     def _on_terminal(
-        self, kind: str, fields: Mapping[str, Any], raw: Any, out: list[Event], want: bool
+        self, kind: str, fields: Mapping[str, Any], raw: Any, out: list[Event], events: bool
     ) -> None:
         self._terminal(kind, fields.get("response"), raw, out)
 
-    def _on_error(self, kind: str, fields: Mapping[str, Any], raw: Any, out: list[Event], want: bool) -> None:
+    def _on_error(
+        self, kind: str, fields: Mapping[str, Any], raw: Any, out: list[Event], events: bool
+    ) -> None:
         body = {k: fields[k] for k in ("code", "message", "param") if fields.get(k) is not None}
         raise InBandError(body or {"message": "an error event without a message"})
 
     def _on_snapshot(
-        self, kind: str, fields: Mapping[str, Any], raw: Any, out: list[Event], want: bool
+        self, kind: str, fields: Mapping[str, Any], raw: Any, out: list[Event], events: bool
     ) -> None:
         response = fields.get("response")
         if response is not None and self._shallow(response, "the response snapshot", out):
             self._snapshot = response
             self._take_response_envelope(response, out)
 
-    def _on_text(self, kind: str, fields: Mapping[str, Any], raw: Any, out: list[Event], want: bool) -> None:
-        if not want:
+    def _on_text(
+        self, kind: str, fields: Mapping[str, Any], raw: Any, out: list[Event], events: bool
+    ) -> None:
+        if not events:
             return  # nobody reads the events: the text is the final response's
         delta = fields.get("delta")
         if type(delta) is str and delta:
@@ -573,7 +577,7 @@ class ResponseAccumulator(CallStore):
                         return item
         return None
 
-    def _added(self, kind: str, fields: Mapping[str, Any], raw: Any, out: list[Event], want: bool) -> None:
+    def _added(self, kind: str, fields: Mapping[str, Any], raw: Any, out: list[Event], events: bool) -> None:
         read = read_object(fields.get("item"), _ITEM_KEYS)
         if read is None:
             self._record(
@@ -607,7 +611,7 @@ class ResponseAccumulator(CallStore):
                     # OpenAI announces an item with "" and streams the text; a server that
                     # announces some of it has it read as the first piece, held to the same
                     # statements (``.done``, ``output_item.done``).
-                    self._take_text(item, arguments, raw, notes, out, want)
+                    self._take_text(item, arguments, raw, notes, out, events)
             elif arguments is not None:
                 notes.append(
                     Anomaly(AnomalyCode.ARGUMENTS_NOT_STRING, f"{text_key} was {show(arguments)}", raw=raw)
@@ -623,7 +627,7 @@ class ResponseAccumulator(CallStore):
         raw: Any,
         notes: list[Anomaly],
         out: list[Event],
-        want: bool,
+        events: bool,
         taint: MalformedArguments | None = None,
     ) -> None:
         """A piece of an item's text, for the owner. A custom tool's input is text, not JSON: its
@@ -635,16 +639,16 @@ class ResponseAccumulator(CallStore):
         if taint is not None:
             owner.taint(call, taint)
         if item.kind == "function_call":
-            owner.fragment(call, (text or "", raw, want), out)
+            owner.fragment(call, (text or "", raw, events), out)
         else:
             before = call.chars
             owner.fragment(call, (text or "", raw, False), out)
-            if want and text and call.status == "open" and call.chars == before + len(text):
+            if events and text and call.status == "open" and call.chars == before + len(text):
                 out.append(arguments_delta(call, text))
         if owner.notes:
             notes.extend(owner.take_notes())
 
-    def _delta(self, kind: str, fields: Mapping[str, Any], raw: Any, out: list[Event], want: bool) -> None:
+    def _delta(self, kind: str, fields: Mapping[str, Any], raw: Any, out: list[Event], events: bool) -> None:
         """An argument delta: the general path (``_read`` takes a plain continuation itself)."""
         try:
             iid, index, delta = _DELTA_FIELDS(fields)
@@ -699,7 +703,7 @@ class ResponseAccumulator(CallStore):
             delta = None
         # A delta after the call's text was stated (``.done``, ``output_item.done``) or sealed is
         # refused by the owner's table, whitespace included.
-        self._take_text(item, delta or None, raw, notes, out, want, taint)
+        self._take_text(item, delta or None, raw, notes, out, events, taint)
         for note in notes:
             self._record(note, call, out)
 
@@ -788,7 +792,7 @@ class ResponseAccumulator(CallStore):
             self._record(note, call, out)
 
     def _arguments_done(
-        self, kind: str, fields: Mapping[str, Any], raw: Any, out: list[Event], want: bool
+        self, kind: str, fields: Mapping[str, Any], raw: Any, out: list[Event], events: bool
     ) -> None:
         iid = fields.get("item_id")
         item = self._items.get(iid) if type(iid) is str else None
@@ -811,7 +815,7 @@ class ResponseAccumulator(CallStore):
         self._settle(item, statement, where, raw, out)
 
     def _item_done(
-        self, kind: str, fields: Mapping[str, Any], raw: Any, out: list[Event], want: bool
+        self, kind: str, fields: Mapping[str, Any], raw: Any, out: list[Event], events: bool
     ) -> None:
         item_value = fields.get("item")
         read = read_object(item_value, _ITEM_KEYS)
@@ -1097,7 +1101,7 @@ class ResponseAccumulator(CallStore):
 
     # -- ending ------------------------------------------------------------------------------
 
-    def _end(self, error: BaseException | None, closed: bool, t: float, events: list[Event]) -> None:
+    def _end(self, error: BaseException | None, closed: bool, t: float, out: list[Event]) -> None:
         """Calls not sealed by ``response.completed`` become ``incomplete``."""
         if self.status is not None:
             # Opened after the response's final event (which sealed or refused every call it
@@ -1110,10 +1114,10 @@ class ResponseAccumulator(CallStore):
         else:
             why = "the stream ended without response.completed"
         if self.status is None and not closed:
-            self._record(Anomaly(AnomalyCode.RESPONSE_NOT_COMPLETED, why), None, events)
+            self._record(Anomaly(AnomalyCode.RESPONSE_NOT_COMPLETED, why), None, out)
         for call in self._open_calls():
             if self._owner.end(call, why, t):
-                events.append(ToolCallIncomplete(call))
+                out.append(ToolCallIncomplete(call))
 
     def get_final_response(self) -> Any:
         """The SDK's ``Response`` the server sent in its final event, exactly as the SDK decoded it

@@ -308,7 +308,7 @@ class CallStore:
     _unit = "chunk"
     """What one input is called in messages (``"event"`` for the Responses reader)."""
 
-    def _read(self, chunk: Any, out: list[Event], want: bool) -> None:
+    def _read(self, chunk: Any, out: list[Event], events: bool) -> None:
         """Read one input into the owner's events: each accumulator's reader."""
         raise NotImplementedError
 
@@ -335,7 +335,7 @@ class CallStore:
                 self._owner.refuse(call, InternalFault(reason))
         return out
 
-    def _late_input(self, chunk: Any, events: list[Event]) -> None:
+    def _late_input(self, chunk: Any, out: list[Event]) -> None:
         """An input after the end (a hook: the Responses reader tells the guard of a final event)."""
 
     def _now(self) -> float:
@@ -357,7 +357,7 @@ class CallStore:
                         self._owner.refuse(call, InternalFault("toolstitch failed; the call was refused"))
         return events
 
-    def _charge(self, size: int, what: str, choice: int | None, events: list[Event]) -> bool:
+    def _charge(self, size: int, what: str, choice: int | None, out: list[Event]) -> bool:
         """Take ``size`` bytes from the stream budget (the owner's); False (and a noted anomaly)
         when over it."""
         if self._owner.charge(size):
@@ -370,11 +370,11 @@ class CallStore:
                 choice,
             ),
             None,
-            events,
+            out,
         )
         return False
 
-    def _keep(self, value: Any, what: str, choice: int | None, events: list[Event]) -> bool:
+    def _keep(self, value: Any, what: str, choice: int | None, out: list[Event]) -> bool:
         """May ``value`` (an unknown field, usage, logprobs) be kept? Too deep or over budget: no."""
         size = retained(value, self.limits.max_depth)
         if size < 0:
@@ -385,27 +385,27 @@ class CallStore:
                     choice,
                 ),
                 None,
-                events,
+                out,
             )
             return False
-        return self._charge(size, what, choice, events)
+        return self._charge(size, what, choice, out)
 
-    def _take_usage(self, usage: Any, events: list[Event]) -> None:
+    def _take_usage(self, usage: Any, out: list[Event]) -> None:
         if not isinstance(usage, (dict, BaseModel)):
             return
         if self._usage is not None:
             self._record(
-                Anomaly(AnomalyCode.USAGE_REPEATED, "usage arrived on more than one chunk"), None, events
+                Anomaly(AnomalyCode.USAGE_REPEATED, "usage arrived on more than one chunk"), None, out
             )
         size = retained(usage, self.limits.max_depth, stop=_MAX_USAGE)
         if 0 <= size <= _MAX_USAGE:  # replaced, not accumulated: one value is kept at a time
             self._usage = usage
         else:
             self._record(
-                Anomaly(AnomalyCode.TOO_DEEP, "usage was nested too deep or too big; dropped"), None, events
+                Anomaly(AnomalyCode.TOO_DEEP, "usage was nested too deep or too big; dropped"), None, out
             )
 
-    def _open_choice(self, index: int, events: list[Event]) -> ChoiceState | None:
+    def _open_choice(self, index: int, out: list[Event]) -> ChoiceState | None:
         """A new choice, or None past ``Limits.max_choices`` (the piece is dropped and counted)."""
         if len(self._choices) >= self.limits.max_choices:
             self.dropped_choices += 1
@@ -416,7 +416,7 @@ class CallStore:
                     f"{index} was dropped ({self.dropped_choices} pieces so far)",
                 ),
                 None,
-                events,
+                out,
             )
             return None
         guessed = self._choices.get(0)
@@ -424,12 +424,12 @@ class CallStore:
             # Pieces without a choice index were read as choice 0 while it was the only one;
             # now there is another, so some of them may have been its: refuse what they reached.
             guessed.guessed = False
-            self._damaged(guessed, "pieces without a choice index were read as choice 0", None, events)
+            self._damaged(guessed, "pieces without a choice index were read as choice 0", None, out)
         state = self._choices[index] = ChoiceState(index)
         return state
 
     def _open_call(
-        self, state: ChoiceState, index: int, raw: Any, notes: list[Anomaly], events: list[Event]
+        self, state: ChoiceState, index: int, raw: Any, notes: list[Anomaly], out: list[Event]
     ) -> ToolCall | None:
         """Open the call a fragment starts, or None past ``Limits.max_calls_per_choice`` (counted)."""
         table = state.table
@@ -445,7 +445,7 @@ class CallStore:
                     state.index,
                 ),
                 None,
-                events,
+                out,
             )
             return None
         t = self._now()
@@ -468,10 +468,10 @@ class CallStore:
                     raw=raw,
                 )
             )
-        events.append(ToolCallStarted(call))
+        out.append(ToolCallStarted(call))
         return call
 
-    def _damaged(self, state: ChoiceState | None, what: str, raw: Any, events: list[Event]) -> None:
+    def _damaged(self, state: ChoiceState | None, what: str, raw: Any, out: list[Event]) -> None:
         """A part of a chunk could not be read: the calls it may have carried a fragment for (the
         open calls of ``state``, or of every choice when the choice is unknown) are refused."""
         where = state.index if state is not None else None
@@ -483,7 +483,7 @@ class CallStore:
                 raw=raw,
             ),
             None,
-            events,
+            out,
         )
         if state is not None:
             calls = [c for c in state.table.calls if c.status == "open"]
@@ -492,35 +492,35 @@ class CallStore:
         self._refuse(
             calls,
             None,
-            events,
+            out,
             None,
             why="a part of a chunk that may have carried its text could not be read",
         )
 
     def _fault(
-        self, state: ChoiceState, exc: BaseException, sealing: list[ToolCall] | None, events: list[Event]
+        self, state: ChoiceState, exc: BaseException, sealing: list[ToolCall] | None, out: list[Event]
     ) -> None:
         """toolstitch failed while reading a choice: refuse its open calls, and those a failed
         finish was sealing (rule 9); the rest of the chunk is still read."""
-        self._record(fault_note(exc, "reading a choice", state.index, None), None, events)
+        self._record(fault_note(exc, "reading a choice", state.index, None), None, out)
         calls = [c for c in state.table.calls if c.status == "open"]
         if sealing:
             calls.extend(sealing)
-        self._refuse(calls, None, events, None)
+        self._refuse(calls, None, out, None)
 
-    def _fragment_fault(self, state: ChoiceState, exc: BaseException, raw: Any, events: list[Event]) -> None:
+    def _fragment_fault(self, state: ChoiceState, exc: BaseException, raw: Any, out: list[Event]) -> None:
         """toolstitch failed on one tool-call entry: refuse the call it reached (every open call of
         its choice when it reached none yet); the chunk's other entries and choices are still read."""
-        self._record(fault_note(exc, "routing a tool-call fragment", state.index, raw), None, events)
+        self._record(fault_note(exc, "routing a tool-call fragment", state.index, raw), None, out)
         touched = self._touched
         calls = [touched] if touched is not None else [c for c in state.table.calls if c.status == "open"]
-        self._refuse(calls, None, events, None)
+        self._refuse(calls, None, out, None)
 
     def _refuse(
         self,
         calls: list[ToolCall],
         exc: BaseException | None,
-        events: list[Event],
+        out: list[Event],
         raw: Any,
         why: str | None = None,
     ) -> None:
@@ -530,9 +530,9 @@ class CallStore:
         owner = self._owner
         if owner.notes:
             for note in owner.take_notes():
-                self._record(note, None, events)
+                self._record(note, None, out)
         if exc is not None:
-            self._record(fault_note(exc, "reading a chunk", None, raw), None, events)
+            self._record(fault_note(exc, "reading a chunk", None, raw), None, out)
         refused: set[int] = set()
         for call in calls:
             if call.status not in ("open", "ready") or id(call) in refused:
@@ -542,7 +542,7 @@ class CallStore:
                 + "; its arguments may not be exactly what arrived, so it was refused",
                 raw=call.arguments[: self.limits.sample_chars],
             )
-            if not owner.refuse(call, error, events):
+            if not owner.refuse(call, error, out):
                 continue
             refused.add(id(call))
             self._record(
@@ -550,10 +550,10 @@ class CallStore:
                 if why is None
                 else Anomaly(AnomalyCode.MALFORMED_CHUNK, f"the call was refused: {why}"),
                 call,
-                events,
+                out,
             )
         if refused:
-            events[:] = [e for e in events if not (isinstance(e, ToolCallReady) and id(e.call) in refused)]
+            out[:] = [e for e in out if not (isinstance(e, ToolCallReady) and id(e.call) in refused)]
 
     def _open_calls(self) -> list[ToolCall]:
         """Every open call, in opening order. Kept as a list pruned on each read, so that asking
@@ -562,7 +562,7 @@ class CallStore:
         live = self._live = [c for c in self._live if c.status == "open"]
         return list(live)
 
-    def _seal_calls(self, state: ChoiceState, calls: list[ToolCall], t: float, events: list[Event]) -> None:
+    def _seal_calls(self, state: ChoiceState, calls: list[ToolCall], t: float, out: list[Event]) -> None:
         """Seal the open ``calls`` of ``state`` and check them (``_seal.py``)."""
         first = state.first_call
         if first is None and state.table.calls:
@@ -575,11 +575,11 @@ class CallStore:
                 continue
             news = owner.seal(call, Finish(t, checks, call is first))
             for note in owner.take_notes():
-                self._record(note, call, events)
+                self._record(note, call, out)
             if call.ready:
-                events.append(ToolCallReady(call))
+                out.append(ToolCallReady(call))
             elif call.error is not None and news:
-                events.append(ToolCallInvalid(call, call.error))
+                out.append(ToolCallInvalid(call, call.error))
 
     def _decide(self, state: ChoiceState, first: bool) -> None:
         """Tell ``finished`` that a finish decided ``state`` (the one signal the guard and eager
@@ -592,7 +592,7 @@ class CallStore:
             state.verdict = verdict
             self.finished.append(state.index)
 
-    def _record(self, note: Anomaly, call: ToolCall | None, events: list[Event]) -> None:
+    def _record(self, note: Anomaly, call: ToolCall | None, out: list[Event]) -> None:
         """Keep an anomaly once per (code, choice, call), on the call and on the stream.
 
         ``raw`` is kept as sent when it is small, else as a bounded sample (``Limits.sample_chars``):
@@ -617,7 +617,7 @@ class CallStore:
             self._owner.annotate(call, note)
         self._anomaly_keys.add(key)
         self.anomalies.append(note)
-        events.append(AnomalyRecorded(note))
+        out.append(AnomalyRecorded(note))
 
     # -- ending ------------------------------------------------------------------------------
 
@@ -656,11 +656,11 @@ class CallStore:
         events.append(StreamEnded(error, self._usage))
         return events
 
-    def _end(self, error: BaseException | None, closed: bool, t: float, events: list[Event]) -> None:
+    def _end(self, error: BaseException | None, closed: bool, t: float, out: list[Event]) -> None:
         """Each API's own end: what happens to the calls still open (a hook)."""
         for call in self._open_calls():
             self._owner.end(call, "the input ended before the call was sealed", t)
-            events.append(ToolCallIncomplete(call))
+            out.append(ToolCallIncomplete(call))
 
     _WATCHES_RESENDS = True
     """Is each new call watched for cumulative resends from its first text (``_route.argument_text``)?
