@@ -250,3 +250,22 @@ def test_a_tool_schema_that_is_not_json_schema_refuses_its_calls() -> None:
     assert call.status == "invalid" and isinstance(call.error, ts.errors.SchemaViolation)
     assert "not a valid JSON Schema" in call.error.message
     assert call.parsed == {"a": 1}
+
+
+# -- the fast path: only the core takes each chunk ---------------------------------------------
+
+
+def test_the_core_only_path_follows_the_events_switch_the_recorder_and_the_guard(tmp_path: Path) -> None:
+    # What a chunk goes through is decided by what takes it: the core alone until events are read,
+    # a recording starts, or the guard watches; the flag is never set by hand.
+    plain = ts.stitch(TWO_CALLS, tools=TOOLS)
+    assert plain._core_only and not plain._events
+    guarded = ts.stitch(TWO_CALLS, tools=TOOLS, guard=True)
+    assert not guarded._core_only
+    recorded = ts.stitch(TWO_CALLS, tools=TOOLS)
+    recorded.record(tmp_path / "r.jsonl")
+    assert not recorded._core_only
+    read = ts.stitch(TWO_CALLS, tools=TOOLS)
+    events = list(read.events())
+    assert read._events and not read._core_only
+    assert [c.status for c in read.tool_calls] == ["ready", "ready"] and events

@@ -131,7 +131,29 @@ def build_event(data: Any) -> Any:
 def sample_events() -> list[Any]:
     """Payloads that exercise every rule above: the events a tool-calling stream sends, extras at
     every level, ints where floats are declared, and payloads the SDK alone must build."""
-    response: dict[str, Any] = {
+    response = _sample_response()
+    call = {
+        "id": "fc_1",
+        "type": "function_call",
+        "status": "in_progress",
+        "arguments": "",
+        "call_id": "c",
+        "name": "f",
+    }
+    done = {**call, "status": "completed", "arguments": '{"a":1}', "extra": 1}
+    return [
+        {"type": "response.created", "response": response, "sequence_number": 0},
+        {"type": "response.in_progress", "response": response, "sequence_number": 1},
+        *_function_call_events(call, done),
+        *_other_item_events(),
+        *_ending_events(response, done),
+        *_payloads_only_the_sdk_builds(),
+    ]
+
+
+def _sample_response() -> dict[str, Any]:
+    """A response in progress, with a tool, an int where a float is declared and an extra field."""
+    return {
         "id": "resp_1",
         "object": "response",
         "created_at": 1700000000,
@@ -149,33 +171,12 @@ def sample_events() -> list[Any]:
         "metadata": {},
         "x_extra": {"nested": [1, 2.5]},
     }
-    call = {
-        "id": "fc_1",
-        "type": "function_call",
-        "status": "in_progress",
-        "arguments": "",
-        "call_id": "c",
-        "name": "f",
-    }
-    done = {**call, "status": "completed", "arguments": '{"a":1}', "extra": 1}
-    message = {
-        "id": "msg_1",
-        "type": "message",
-        "status": "completed",
-        "role": "assistant",
-        "content": [{"type": "output_text", "text": "hi", "annotations": [], "logprobs": []}],
-    }
-    usage = {
-        "input_tokens": 1,
-        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0, "more": 1},
-        "output_tokens": 2,
-        "output_tokens_details": {"reasoning_tokens": 0},
-        "total_tokens": 3,
-    }
-    finished = {**response, "status": "completed", "output": [message, done], "usage": usage}
+
+
+def _function_call_events(call: dict[str, Any], done: dict[str, Any]) -> list[dict[str, Any]]:
+    """One function call's life: its item added, a delta of its arguments, their ``.done`` (with
+    an extra field), its item done."""
     return [
-        {"type": "response.created", "response": response, "sequence_number": 0},
-        {"type": "response.in_progress", "response": response, "sequence_number": 1},
         {"type": "response.output_item.added", "output_index": 0, "item": call, "sequence_number": 2},
         {
             "type": "response.function_call_arguments.delta",
@@ -193,6 +194,12 @@ def sample_events() -> list[Any]:
             "z": None,
         },
         {"type": "response.output_item.done", "output_index": 0, "item": done, "sequence_number": 5},
+    ]
+
+
+def _other_item_events() -> list[dict[str, Any]]:
+    """The other items a tool-calling stream sends: reasoning added, a text delta, a content part."""
+    return [
         {
             "type": "response.output_item.added",
             "output_index": 1,
@@ -216,6 +223,28 @@ def sample_events() -> list[Any]:
             "part": {"type": "output_text", "text": "", "annotations": []},
             "sequence_number": 8,
         },
+    ]
+
+
+def _ending_events(response: dict[str, Any], done: dict[str, Any]) -> list[dict[str, Any]]:
+    """How a stream ends: ``response.completed`` (a message, the call ``done`` and the usage, extras
+    in its details), ``response.failed``, an ``error`` event."""
+    message = {
+        "id": "msg_1",
+        "type": "message",
+        "status": "completed",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": "hi", "annotations": [], "logprobs": []}],
+    }
+    usage = {
+        "input_tokens": 1,
+        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0, "more": 1},
+        "output_tokens": 2,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": 3,
+    }
+    finished = {**response, "status": "completed", "output": [message, done], "usage": usage}
+    return [
         {"type": "response.completed", "response": finished, "sequence_number": 9},
         {
             "type": "response.failed",
@@ -223,6 +252,14 @@ def sample_events() -> list[Any]:
             "sequence_number": 10,
         },
         {"type": "error", "code": None, "message": "boom", "param": None, "sequence_number": 11},
+    ]
+
+
+def _payloads_only_the_sdk_builds() -> list[Any]:
+    """Payloads the member their ``type`` names refuses (an unknown item, a field missing, values of
+    the wrong type), ``type``s the union does not know, and payloads that are not a ``dict``:
+    :func:`build_event` gives ``None`` for each."""
+    return [
         {
             "type": "response.output_item.added",
             "output_index": 2,

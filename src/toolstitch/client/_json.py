@@ -24,9 +24,10 @@ pydantic-core on all of them (value, type and ``repr`` at every level, or refusa
 
 from __future__ import annotations
 
+import enum
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 import pydantic_core
 
@@ -119,12 +120,19 @@ def parser_agrees() -> bool:
     return True
 
 
-_UNCHECKED: Any = object()
-_parse: Any = _UNCHECKED
+class _Parser(enum.Enum):
+    """Where the choice of parser stands before the first :func:`loads`."""
+
+    UNCHECKED = enum.auto()
+    """pydantic-core not yet checked against ``json.loads`` (:func:`parser_agrees`)."""
+
+
+_UNCHECKED: Final = _Parser.UNCHECKED
+_parse: Callable[[str], Any] | _Parser | None = _UNCHECKED
 """``pydantic_core.from_json`` once :func:`parser_agrees` held, ``None`` when it did not."""
 
 
-def _checked() -> Any:
+def _checked() -> Callable[[str], Any] | None:
     global _parse
     try:
         agrees = parser_agrees()

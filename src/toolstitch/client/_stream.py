@@ -102,15 +102,18 @@ class _Base:
         self._cast_to: Any = getattr(sdk_stream, "_cast_to", ChatCompletionChunk)
         self._decoder: Any = getattr(sdk_stream, "_decoder", None)
         self._pending: Sequence[Event] = _NO_EVENTS
-        self._events_wanted = False
+        """The events of the last chunk fed (read by ``events()``; chunk iteration ignores them)."""
+        self._events = False
+        """Whether each chunk's events are read (the core's ``feed(..., events=...)``): set by
+        ``events()``, from then on each chunk's events are built and handed out."""
         self._guarded = 0
         """How many of ``accumulator.finished`` the guard has checked."""
-        self._plain = recorder is None and not self.guard
-        """Nothing but the core takes each chunk, no events are wanted and no guard watches: the
-        iteration feeds the core's quiet entry directly (one call less per chunk). Cleared by
-        ``record`` and ``events``."""
-        """Set by ``events()``: from then on each chunk's events are built and handed out."""
-        """The events of the last chunk fed (read by ``events()``; chunk iteration ignores them)."""
+        self._core_only = False
+        """Nothing but the core takes each chunk: no events are read (``_events``), nothing
+        records and no guard watches, so the iteration feeds the core's quiet entry directly (one
+        call less per chunk). It follows from those three: :meth:`_set_core_only` sets it
+        whenever one of them changes."""
+        self._set_core_only()
         self._ending: Sequence[Event] = _NO_EVENTS
         """The events of the end of the input (calls sealed or made incomplete, ``StreamEnded``)."""
         self._over = False
@@ -122,13 +125,17 @@ class _Base:
         # at the end ``_failed`` / ``_completed``, shared.
         raise NotImplementedError
 
+    def _set_core_only(self) -> None:
+        """Set :attr:`_core_only` from what takes each chunk (called whenever that changes)."""
+        self._core_only = self.recorder is None and not self.guard and not self._events
+
     def _take(self, chunk: Any) -> UnsafeToolCallError | None:
         """One chunk of the source, in both twins: the recorder sees it first, then the core; with
         the guard on, the refusal of a choice this chunk finished with a call that is not ready."""
         if self.recorder is not None:
             self.recorder.on_chunk(chunk)
         accumulator = self.accumulator
-        if self._events_wanted:
+        if self._events:
             self._pending = accumulator.feed(chunk)
             if self._source is not self._sdk_stream:
                 self._pending = self._source_events(self._pending)
@@ -192,7 +199,7 @@ class _Base:
             target, self.accumulator, self._request, redact=redact, client=self._client
         )
         self.recorder = recorder
-        self._plain = False
+        self._set_core_only()
         return recorder
 
     def _source_events(self, events: Sequence[Event]) -> Sequence[Event]:
@@ -256,7 +263,7 @@ class StitchedStream(_Base, ClosedOnExit, openai.Stream[_ChunkT]):
         try:
             feed = self.accumulator.feed
             for chunk in self._source:
-                if self._plain:
+                if self._core_only:
                     feed(chunk, events=False)
                 elif (refused := self._take(chunk)) is not None:
                     break  # the guard: this chunk is not yielded
@@ -289,8 +296,8 @@ class StitchedStream(_Base, ClosedOnExit, openai.Stream[_ChunkT]):
         are exactly those of iterating chunks. An error from the SDK is raised after the events of
         the end (open calls ``incomplete``, ``StreamEnded`` with the error) were yielded.
         """
-        self._events_wanted = True
-        self._plain = False
+        self._events = True
+        self._set_core_only()
         try:
             for _chunk in self._iterator:
                 yield from self._pending
@@ -347,7 +354,7 @@ class AsyncStitchedStream(_Base, openai.AsyncStream[_ChunkT]):
         try:
             feed = self.accumulator.feed
             async for chunk in self._source:
-                if self._plain:
+                if self._core_only:
                     feed(chunk, events=False)
                 elif (refused := self._take(chunk)) is not None:
                     break  # the guard: this chunk is not yielded
@@ -375,8 +382,8 @@ class AsyncStitchedStream(_Base, openai.AsyncStream[_ChunkT]):
 
     async def events(self) -> AsyncIterator[Event]:
         """The async twin of :meth:`StitchedStream.events`: ``async for event in stream.events()``."""
-        self._events_wanted = True
-        self._plain = False
+        self._events = True
+        self._set_core_only()
         try:
             async for _chunk in self._iterator:
                 for event in self._pending:
