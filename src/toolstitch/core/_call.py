@@ -28,14 +28,11 @@ from ..errors import (
     SchemaViolation,
     ToolCallError,
 )
+from ..text import EarlyCheck, JSONScanner, Preview, has_lone_surrogate, join_surrogate_pairs, parse_arguments
 from ._anomaly import Anomaly
 from ._clock import CLOCK_ANCHOR, now, timings_dict, wall_clock
-from ._early import EarlyCheck
 from ._json_form import JSONForm, error_form, json_form
 from ._limits import Limits
-from ._parse import has_lone_surrogate, join_surrogate_pairs, parse_arguments
-from ._preview import Preview
-from ._scanner import JSONScanner
 
 if TYPE_CHECKING:
     from ._owner import Row

@@ -56,6 +56,7 @@ from ..errors import (
     ToolCallError,
     TransitionRefused,
 )
+from ..text import EarlyCheck, JSONScanner, has_lone_surrogate, parse_arguments, parse_input
 from ._anomaly import Anomaly, AnomalyCode
 from ._call import (
     _BATCH,
@@ -74,11 +75,8 @@ from ._call import (
     ToolCall,
     text_size,
 )
-from ._early import EarlyCheck
 from ._events import ArgumentsComplete, ArgumentsMalformed, ToolCallInvalid, arguments_delta
 from ._limits import Limits
-from ._parse import has_lone_surrogate, parse_arguments, parse_input
-from ._scanner import JSONScanner
 
 if TYPE_CHECKING:
     from ._events import Event
