@@ -29,10 +29,10 @@ from collections.abc import Callable
 from typing import Any
 
 from toolstitch.core import ResponseAccumulator, read_format
-from toolstitch.core._grammar_lark import CHECK_SECONDS
-from toolstitch.core._grammar_regex import BASE_INPUT_BYTES
 from toolstitch.core._schema_grammar import compiled_grammar
 from toolstitch.testing import response_events
+from toolstitch.text._grammar_lark import CHECK_SECONDS
+from toolstitch.text._grammar_regex import BASE_INPUT_BYTES
 
 ARITHMETIC = """start: expr
 expr: term (SP OP SP term)*

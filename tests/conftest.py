@@ -19,8 +19,9 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
-from toolstitch.core import _grammar_lark, _schema_grammar
+from toolstitch.core import _schema_grammar
 from toolstitch.testing import LocalServer
+from toolstitch.text import _grammar_lark
 
 settings.register_profile(
     "ci", derandomize=True, database=None, deadline=None, print_blob=True, max_examples=200

@@ -94,7 +94,7 @@ def _finished_choices(chunks: list[Any]) -> set[Any]:
 
 def _check(chunks: list[Any], tools: list[Any] | None, **request: Any) -> None:
     acc = ts.Accumulator(tools=tools, **request)
-    early: list[ts.ToolCall] = []  # refused while still streaming (``core/_early.py``)
+    early: list[ts.ToolCall] = []  # refused while still streaming (``text/_early.py``)
     for chunk in chunks:
         for event in acc.feed(chunk):
             if isinstance(event, ts.events.ToolCallInvalid) and event.call.status == "open":

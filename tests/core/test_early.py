@@ -1,4 +1,4 @@
-"""Early refusal (issue 30, ``core/_early.py``): a call whose text can no longer become valid is
+"""Early refusal (issue 30, ``text/_early.py``): a call whose text can no longer become valid is
 refused while it streams, and only then.
 
 The promise held here: every early verdict is followed by the strict verdict at seal (the call is
@@ -21,8 +21,8 @@ import toolstitch as ts
 from tests.conftest import examples
 from tests.corpus import CORPUS
 from toolstitch.core import sealed_call
-from toolstitch.core._scanner import JSONScanner
 from toolstitch.events import ToolCallInvalid, ToolCallReady
+from toolstitch.text._scanner import JSONScanner
 
 SEARCH = {
     "type": "object",

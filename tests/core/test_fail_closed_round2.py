@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import toolstitch as ts
-from toolstitch.core import _preview
+from toolstitch.text import _preview
 
 
 def head(i: int, name: str = "f", choice: int = 0, cid: str | None = None) -> dict[str, Any]:

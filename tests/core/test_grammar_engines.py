@@ -15,9 +15,10 @@ from typing import Any
 import pytest
 
 import toolstitch as ts
-from toolstitch.core import Accumulator, ResponseAccumulator, _grammar_lark, _schema_grammar, read_format
+from toolstitch.core import Accumulator, ResponseAccumulator, _schema_grammar, read_format
 from toolstitch.errors import SchemaViolation
 from toolstitch.testing import response_events
+from toolstitch.text import _grammar_lark
 from toolstitch.tools import Tool, Toolbox
 
 # In the style of OpenAI's GPT-5 guide for custom tools with a context-free grammar.

@@ -23,8 +23,8 @@ import toolstitch as ts
 from tests.conftest import examples
 from tests.core.test_fuzz import LIMITS, _chunks, _sdk_object
 from tests.core.test_properties import _streams
-from toolstitch.core._preview import Preview
 from toolstitch.testing import chunk, tool_call_chunks
+from toolstitch.text._preview import Preview
 
 _text = st.text(
     alphabet=st.sampled_from([*'ab "\\/\n\t{}[]:,-.e0', "é", "深", "😀", "\u2028", "\x01", "\ud83d"]),

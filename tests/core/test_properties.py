@@ -111,7 +111,7 @@ def test_a_stream_cut_anywhere_never_yields_an_unsealed_ready_call(
 def test_scanner_agrees_with_the_parser_on_every_prefix(
     case: tuple[Any, list[str]], data: st.DataObject
 ) -> None:
-    from toolstitch.core._scanner import JSONScanner
+    from toolstitch.text._scanner import JSONScanner
 
     _, texts = case
     text = texts[0]

@@ -1,4 +1,4 @@
-"""``core._scanner``: the incremental JSON scanner (never parses; says early what it can)."""
+"""``text._scanner``: the incremental JSON scanner (never parses; says early what it can)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolstitch.core._scanner import JSONScanner
+from toolstitch.text._scanner import JSONScanner
 
 
 def scan(*pieces: str) -> JSONScanner:

@@ -1,4 +1,4 @@
-"""The quick schema check says yes only where ``jsonschema`` says yes (``core/_schema_quick.py``).
+"""The quick schema check says yes only where ``jsonschema`` says yes (``text/_schema_quick.py``).
 
 Schemas are generated in and around the subset the quick check compiles (so that both the compiled
 and the refused branches run), values are generated to fit them often and miss them often, and
@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import toolstitch as ts
 from tests.conftest import examples
-from toolstitch.core._schema_quick import compile_quick
+from toolstitch.text._schema_quick import compile_quick
 
 _TYPES = ["object", "array", "string", "integer", "number", "boolean", "null"]
 _NAMES = st.sampled_from(["a", "b", "c", "path", "text"])

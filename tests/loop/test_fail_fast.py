@@ -113,7 +113,7 @@ def test_a_value_of_the_wrong_type_begun_is_refused_early_and_fails_fast(
     server: LocalServer, box: Toolbox
 ) -> None:
     # Valid JSON so far, but ``budget`` is an integer: the string it begins can never be one. The
-    # core refuses the call at that fragment (``core/_early.py``), and the loop stops the stream.
+    # core refuses the call at that fragment (``text/_early.py``), and the loop stops the stream.
     server.enqueue(goes_wrong_early(wrong='"budget": "two'), calls_reply(GOOD), text_reply("Three hotels."))
     events: list[RunEvent] = []
     result = ts.run(

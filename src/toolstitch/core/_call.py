@@ -28,14 +28,11 @@ from ..errors import (
     SchemaViolation,
     ToolCallError,
 )
+from ..text import EarlyCheck, JSONScanner, Preview, has_lone_surrogate, join_surrogate_pairs, parse_arguments
 from ._anomaly import Anomaly
 from ._clock import CLOCK_ANCHOR, now, timings_dict, wall_clock
-from ._early import EarlyCheck
 from ._json_form import JSONForm, error_form, json_form
 from ._limits import Limits
-from ._parse import has_lone_surrogate, join_surrogate_pairs, parse_arguments
-from ._preview import Preview
-from ._scanner import JSONScanner
 
 if TYPE_CHECKING:
     from ._owner import Row
@@ -226,7 +223,7 @@ class ToolCall(JSONForm):
         """An error decided while the call was open (an unreadable fragment): applied at seal."""
         self._preview: Preview | None = None
         self._early: EarlyCheck | Early = UNREAD
-        """The early check of its text (``_early.py``), or where it stands without one."""
+        """The early check of its text (``text/_early.py``), or where it stands without one."""
 
     def __repr__(self) -> str:
         return (
@@ -376,7 +373,7 @@ class ToolCall(JSONForm):
         numbers and literals are left out, and keys are never invented. A call that shows a
         preview may still turn ``invalid`` or ``incomplete``: execute only ``ready`` calls, with
         ``parsed``. Once the call is ``ready`` the preview is ``parsed`` itself. Maintained
-        incrementally (``_preview.py``); each read returns a fresh dict. Never raises. A custom
+        incrementally (``text/_preview.py``); each read returns a fresh dict. Never raises. A custom
         tool's call has no preview (None): its input is text, read as ``arguments``.
         """
         if self._type == CUSTOM:

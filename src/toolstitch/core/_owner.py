@@ -29,7 +29,7 @@ error to refuse the call, which then goes to ``invalid`` whatever its cell says.
 * **statement**: the whole text stated by the server (the Responses API's ``.done``, its
   ``output_item.done`` and final output). With no text streamed, the statement is adopted as the
   text; otherwise it must equal it, or the call is refused. Either way the text is frozen.
-* **verdict**: the text so far can no longer become valid for the call's tool (``_early.py``:
+* **verdict**: the text so far can no longer become valid for the call's tool (``text/_early.py``:
   only certain verdicts, asked while events are read). The call is refused at once
   (``ToolCallInvalid`` now, ``error`` set) and can never be ``ready``; it keeps its text as it
   arrives and is sealed ``invalid`` (the seal's error, with every reason, replaces the first), or
@@ -56,6 +56,7 @@ from ..errors import (
     ToolCallError,
     TransitionRefused,
 )
+from ..text import EarlyCheck, JSONScanner, has_lone_surrogate, parse_arguments, parse_input
 from ._anomaly import Anomaly, AnomalyCode, note, show
 from ._call import (
     _BATCH,
@@ -74,11 +75,8 @@ from ._call import (
     ToolCall,
     text_size,
 )
-from ._early import EarlyCheck
 from ._events import ArgumentsComplete, ArgumentsMalformed, ToolCallInvalid, arguments_delta
 from ._limits import Limits
-from ._parse import has_lone_surrogate, parse_arguments, parse_input
-from ._scanner import JSONScanner
 
 if TYPE_CHECKING:
     from ._events import Event
@@ -343,7 +341,7 @@ class CallOwner:
         return news
 
     def verdict(self, call: ToolCall, error: ToolCallError, out: list[Event]) -> None:
-        """The call can no longer become valid while it still streams (``verdict``, ``_early.py``)."""
+        """The call can no longer become valid while it still streams (``verdict``, ``text/_early.py``)."""
         _step(self, call, call._row["verdict"], error, out)
 
     def limit_calls(self, call: ToolCall, out: list[Event]) -> None:
@@ -495,7 +493,7 @@ def _resend(owner: CallOwner, call: ToolCall, fragment: Fragment, out: list[Even
 
 
 def _start_early(owner: CallOwner, call: ToolCall, chars: int, out: list[Event]) -> EarlyCheck | Early:
-    """The early check of a call whose first text is being read (``_early.py``): its name is fixed
+    """The early check of a call whose first text is being read (``text/_early.py``): its name is fixed
     from here on, so the request's verdict on the name is asked now; then what is certain about
     its tool's schema, if anything."""
     checks = owner.checks
@@ -743,7 +741,7 @@ def _seal(owner: CallOwner, call: ToolCall, finish: Finish, out: list[Event]) ->
 
 
 def _refuse_early(owner: CallOwner, call: ToolCall, error: ToolCallError, out: list[Event]) -> Refusal:
-    """open + verdict: the text so far can no longer become valid (``_early.py``). Refused at once
+    """open + verdict: the text so far can no longer become valid (``text/_early.py``). Refused at once
     for everyone listening (``ToolCallInvalid`` now, ``error`` set), sealed ``invalid`` when its
     choice finishes; until then (state ``refused``) its text is kept as it arrives, so the message
     holds what the model wrote. An earlier reason (a taint) is announced first."""

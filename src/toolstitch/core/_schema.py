@@ -14,10 +14,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..errors import SchemaViolation, ToolCallError, UnknownTool
+from ..text import Check, Node, compile_node, compile_quick
 from ._anomaly import Anomaly
-from ._early import Node, compile_node
 from ._schema_grammar import InputFormat, read_format
-from ._schema_quick import Check, compile_quick
 
 __all__ = ["ToolSchemas"]
 
@@ -99,7 +98,7 @@ class ToolSchemas:
         return self._unknown(name, raw) if name not in self._schemas else None
 
     def early_node(self, name: str) -> Node | None:
-        """What is certain about the named tool's schema while a call streams (``_early.py``);
+        """What is certain about the named tool's schema while a call streams (``text/_early.py``);
         None when nothing is (a custom tool's input is text: nothing). Compiled once per tool."""
         if name in self._early:
             return self._early[name]
@@ -165,7 +164,7 @@ class ToolSchemas:
             validator, quick = found
         try:
             if quick(arguments):
-                return None  # a yes from the quick check is a yes from jsonschema (``_schema_quick.py``)
+                return None  # a yes from the quick check is a yes from jsonschema (``text/_schema_quick.py``)
         except Exception:  # never a verdict: jsonschema below decides (fail closed)
             pass
         try:
@@ -196,7 +195,7 @@ _cache_lock = threading.Lock()
 
 def _validator(schema: Mapping[str, Any]) -> _Built:
     """``(validator, None, quick)`` for a valid schema, ``(None, why, _never)`` for one that is not
-    a JSON Schema. ``quick`` is the schema's quick check (``_schema_quick.py``; ``_never`` outside
+    a JSON Schema. ``quick`` is the schema's quick check (``text/_schema_quick.py``; ``_never`` outside
     its subset), compiled from the validator's own copy of the schema.
 
     Checking a schema against its metaschema costs milliseconds, far more than validating a call:

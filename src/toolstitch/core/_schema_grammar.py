@@ -8,8 +8,8 @@ custom call's input to, before it may be ``ready``, by the engine the API's synt
 
 * ``text`` (or no ``format``): any valid Unicode (a lone surrogate was refused by the strict parse).
 * ``regex``: the whole input must match, with Rust ``regex`` semantics, run by that crate
-  (``_grammar_regex.py``, through pydantic-core).
-* ``lark``: the grammar must accept the whole input, run by llguidance (``_grammar_lark.py``, the
+  (``text/_grammar_regex.py``, through pydantic-core).
+* ``lark``: the grammar must accept the whole input, run by llguidance (``text/_grammar_lark.py``, the
   extra ``toolstitch[grammars]``).
 * any other ``format`` (an unknown type or syntax, a definition that is not text): unreadable.
 
@@ -29,9 +29,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import SchemaViolation, ToolCallError
+from ..text import MISSING, compile_lark, compile_regex
 from ._anomaly import Anomaly, AnomalyCode
-from ._grammar_lark import MISSING, compile_lark
-from ._grammar_regex import compile_regex
 
 __all__ = ["InputFormat", "TrustedGrammar", "read_format", "trust_grammar"]
 

@@ -26,10 +26,10 @@ from dataclasses import replace
 from typing import Any, Literal
 
 from ..errors import ContractViolation, InternalFault, MalformedArguments, ToolCallError
+from ..text import Node
 from ._anomaly import Anomaly, AnomalyCode
 from ._call import ToolCall
 from ._clock import now
-from ._early import Node
 from ._limits import Limits
 from ._owner import CallOwner, Finish, Identity
 from ._schema import ToolSchemas, _as_mapping
@@ -171,7 +171,7 @@ class CallChecks:
     def early(self, name: str | None, raw: str) -> tuple[ToolCallError | None, Node | None]:
         """While a call streams, once its name is fixed: the request's certain verdict on the name
         (a tool it did not offer, or one its ``tool_choice`` rules out), else None and what is
-        certain about the tool's schema (``_early.py``; None when nothing is). The same decisions
+        certain about the tool's schema (``text/_early.py``; None when nothing is). The same decisions
         as :meth:`verdict`, asked early: the early verdict is the one the seal would give."""
         if name is None:
             return None, None

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._parse import has_lone_surrogate, join_surrogate_pairs
+from ..text import has_lone_surrogate, join_surrogate_pairs
 
 MAX_DEPTH = 160
 """Deepest container kept: well under pydantic's serialisation limit (about 255 levels)."""

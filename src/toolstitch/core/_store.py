@@ -199,7 +199,7 @@ class CallStore:
     @property
     def _checks(self) -> CallChecks:
         """The request's checks: the owner holds them, since it also asks them while calls stream
-        (the verdicts that are certain early, ``_early.py``)."""
+        (the verdicts that are certain early, ``text/_early.py``)."""
         return self._owner.checks  # type: ignore[return-value]
 
     @_checks.setter

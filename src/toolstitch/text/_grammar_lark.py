@@ -18,7 +18,7 @@ Bounded (a hostile grammar or input cannot hold the caller's loop):
   read between them; a slice that takes long makes the next ones one byte each): the limits bound
   the work per byte, not per input, and an input may be megabytes. A check stopped so is unchecked,
   and the caller refuses it (unless the format is trusted). The clock is ``time.monotonic``, not the
-  core's injectable one (``_clock.py``): this bounds real time spent, it stamps nothing. A verdict
+  core's injectable one (``core/_clock.py``): this bounds real time spent, it stamps nothing. A verdict
   near the bound may differ between a fast machine and a loaded one; it is never a wrong yes.
 """
 

@@ -3,7 +3,7 @@
 Issue 30 and rule 4 of docs/design.md: a call is checked once, at seal, against the request. Some
 verdicts are known long before: ``"budget": "`` where the schema wants an integer, a key outside
 ``properties`` under ``additionalProperties: false``, a string no ``enum`` member starts with, a
-tool the request did not offer. For those the owner of the call (``_owner.py``) refuses the call the
+tool the request did not offer. For those the owner of the call (``core/_owner.py``) refuses the call the
 moment its text shows it (an event while it streams; it can never be ``ready``), so a loop can stop
 the model at once (``ts.run(fail_fast=True)``).
 

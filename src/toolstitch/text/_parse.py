@@ -1,7 +1,7 @@
 """The strict parse a call's text meets at seal (rule 2 of docs/design.md), and the Unicode tests
 it needs: RFC 8259 JSON, an object at the top level, and a value every parser reads alike (no NaN
 or Infinity, no number outside a double's range, no key twice, no lone surrogate, raw or escaped).
-So a ``ready`` value is valid Unicode. The owner of a call's life (``_owner.py``) calls
+So a ``ready`` value is valid Unicode. The owner of a call's life (``core/_owner.py``) calls
 :func:`parse_arguments` once per call, or :func:`parse_input` for a custom tool's call (its input
 is text, not JSON)."""
 
