@@ -84,6 +84,39 @@ def test_public_surface_is_pinned() -> None:
         assert getattr(ts, name) is not None
 
 
+LAYERS = ("cli", "loop", "tools", "history", "client", "recording", "core", "text")
+"""Every layer package, top to bottom."""
+
+
+def _all_blocks(layer: str) -> tuple[list[str], list[str]]:
+    """A layer ``__init__``'s two ``__all__`` lists: ``__all__ = [...]`` (the names users meet)
+    and ``__all__ += [...]`` (the names for the layers above only), as written."""
+    tree = ast.parse((SRC / layer / "__init__.py").read_text(encoding="utf-8"))
+    users: list[str] = []
+    layers: list[str] = []
+    for node in tree.body:
+        target = node.targets[0] if isinstance(node, ast.Assign) else getattr(node, "target", None)
+        if isinstance(target, ast.Name) and target.id == "__all__":
+            assert isinstance(node.value, ast.List), f"{layer}: __all__ is written out, name by name"  # type: ignore[attr-defined]
+            names = [e.value for e in node.value.elts if isinstance(e, ast.Constant)]  # type: ignore[attr-defined]
+            (users if isinstance(node, ast.Assign) else layers).extend(names)
+    return users, layers
+
+
+def test_each_layer_keeps_the_names_users_meet_apart_from_the_layers_names() -> None:
+    """Issue 44: a layer's ``__all__`` says which of its names users meet (handed out by
+    ``toolstitch`` or a public module) and which only the layers above use, in two lists."""
+    public = set(ts.__all__)
+    for name in ("events", "metrics", "errors", "mcp", "testing"):
+        module = importlib.import_module(f"toolstitch.{name}")
+        public |= set(module.__all__)
+    for layer in LAYERS:
+        users, layers = _all_blocks(layer)
+        assert sorted(users + layers) == sorted(importlib.import_module(f"toolstitch.{layer}").__all__)
+        assert [n for n in users if n not in public] == [], layer
+        assert [n for n in layers if n in public] == [], layer
+
+
 def test_resume_names_are_pinned() -> None:
     """A background stream by id: ``ts.resume`` / ``ts.aresume`` (as ``run`` / ``arun``), its
     policy and record in ``toolstitch.client``, its one error in ``toolstitch.errors``."""

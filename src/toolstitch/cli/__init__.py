@@ -13,4 +13,10 @@ from __future__ import annotations
 
 from ._main import main
 
-__all__ = ["main"]
+__all__ = []
+"""What users meet: ``toolstitch`` or one of its public modules (``events``, ``metrics``,
+``errors``, ``mcp``, ``testing``) hands each of these out (tests/test_architecture.py)."""
+__all__ += [
+    "main",
+]
+"""For the layers above only: none of these is a name users meet."""

@@ -47,26 +47,31 @@ if TYPE_CHECKING:  # what a type checker sees wrap() return; nothing at run time
     tool_calls = calls_of  # the old name, with its type; at run time __getattr__ warns
 
 __all__ = [
-    "AsyncStitchedConnection",
     "AsyncStitchedResponseStream",
     "AsyncStitchedStream",
+    "StitchedResponseStream",
+    "StitchedStream",
+    "aresume",
+    "calls_of",
+    "resume",
+    "stitch",
+    "wrap",
+]
+"""What users meet: ``toolstitch`` or one of its public modules (``events``, ``metrics``,
+``errors``, ``mcp``, ``testing``) hands each of these out (tests/test_architecture.py)."""
+__all__ += [
+    "AsyncStitchedConnection",
     "Resume",
     "ResumePolicy",
     "StitchedConnection",
-    "StitchedResponseStream",
-    "StitchedStream",
     "WrappedClient",
     "aopen_connection",
-    "aresume",
-    "calls_of",
     "is_not_found",
     "open_connection",
-    "resume",
     "socket_stream",
-    "stitch",
     "stitched_connection",
-    "wrap",
 ]
+"""For the layers above only: none of these is a name users meet."""
 
 
 def __getattr__(name: str) -> Any:

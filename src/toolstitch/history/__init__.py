@@ -72,30 +72,35 @@ from ._validate import (
 from ._validate_input import validate_input
 
 __all__ = [
+    "assistant_message",
+    "call_error_text",
+    "ensure_valid_history",
+    "function_call_output",
+    "function_call_outputs",
+    "repair_history",
+    "response_items",
+    "tool_message",
+    "tool_messages",
+    "validate_history",
+    "validate_input",
+    "validate_request",
+]
+"""What users meet: ``toolstitch`` or one of its public modules (``events``, ``metrics``,
+``errors``, ``mcp``, ``testing``) hands each of these out (tests/test_architecture.py)."""
+__all__ += [
     "DIALECT_NAMES",
     "NOT_EXECUTED",
     "Dialect",
     "HistoryProblem",
     "RepairChange",
     "RepairReport",
-    "assistant_message",
-    "call_error_text",
     "call_refusal_text",
-    "ensure_valid_history",
-    "function_call_output",
-    "function_call_outputs",
     "get_dialect",
     "invalid_arguments_text",
-    "repair_history",
-    "response_items",
     "result_message",
     "schema_error",
     "to_plain",
-    "tool_message",
-    "tool_messages",
     "unknown_tool_text",
-    "validate_history",
-    "validate_input",
-    "validate_request",
     "wrong_kind_text",
 ]
+"""For the layers above only: none of these is a name users meet."""

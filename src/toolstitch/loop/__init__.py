@@ -3,22 +3,53 @@
 
 from __future__ import annotations
 
-from . import _pull, _results, _run, _stream_event
-from ._pull import *  # noqa: F403 - the iterator forms, listed in _pull.__all__
-from ._results import *  # noqa: F403 - the run's result and its events, listed in _results.__all__
+from ._pull import RunFinished, arun_events, run_events
+from ._results import (
+    CallAwaitingApproval,
+    CallDispatched,
+    CallFinished,
+    RequestRetried,
+    ResponseReceived,
+    RunEvent,
+    RunResult,
+    Step,
+    StepFinished,
+    StepStarted,
+    StepTimings,
+    StreamAbandoned,
+)
 from ._retry import RetryPolicy
-from ._run import *  # noqa: F403 - run and arun
-from ._stream_event import *  # noqa: F403 - StreamEvent
+from ._run import arun, run
+from ._stream_event import StreamEvent
 from ._timeline import CallLane, Stage, StepLane, Timeline
 
 __all__ = [
-    *_run.__all__,
-    *_pull.__all__,
-    *_stream_event.__all__,
-    *_results.__all__,
+    "CallAwaitingApproval",
+    "CallDispatched",
+    "CallFinished",
+    "RequestRetried",
+    "ResponseReceived",
+    "RunEvent",
+    "RunFinished",
+    "RunResult",
+    "StepFinished",
+    "StepStarted",
+    "StepTimings",
+    "StreamAbandoned",
+    "StreamEvent",
+    "arun",
+    "arun_events",
+    "run",
+    "run_events",
+]
+"""What users meet: ``toolstitch`` or one of its public modules (``events``, ``metrics``,
+``errors``, ``mcp``, ``testing``) hands each of these out (tests/test_architecture.py)."""
+__all__ += [
     "CallLane",
     "RetryPolicy",
     "Stage",
+    "Step",
     "StepLane",
     "Timeline",
 ]
+"""For the layers above only: none of these is a name users meet."""

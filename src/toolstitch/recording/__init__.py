@@ -29,6 +29,11 @@ from ._report_text import clip, render_latency, render_timeline, report_text, wr
 from ._responses_contract import given_responses_contract, read_responses_contract, responses_accumulator
 
 __all__ = [
+    "replay",
+]
+"""What users meet: ``toolstitch`` or one of its public modules (``events``, ``metrics``,
+``errors``, ``mcp``, ``testing``) hands each of these out (tests/test_architecture.py)."""
+__all__ += [
     "Contract",
     "Recorder",
     "Redact",
@@ -43,10 +48,10 @@ __all__ = [
     "redact_parts",
     "render_latency",
     "render_timeline",
-    "replay",
     "report_data",
     "report_html",
     "report_text",
     "responses_accumulator",
     "wrap_text",
 ]
+"""For the layers above only: none of these is a name users meet."""

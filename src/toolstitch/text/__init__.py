@@ -30,7 +30,10 @@ from ._preview import Preview
 from ._scanner import JSONScanner
 from ._schema_quick import Check, compile_quick
 
-__all__ = [
+__all__ = []
+"""What users meet: ``toolstitch`` or one of its public modules (``events``, ``metrics``,
+``errors``, ``mcp``, ``testing``) hands each of these out (tests/test_architecture.py)."""
+__all__ += [
     "MISSING",
     "Check",
     "EarlyCheck",
@@ -46,3 +49,4 @@ __all__ = [
     "parse_arguments",
     "parse_input",
 ]
+"""For the layers above only: none of these is a name users meet."""

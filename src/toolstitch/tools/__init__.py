@@ -64,28 +64,35 @@ from ._toolbox import Toolbox
 from ._twins import async_twin_of, bound
 
 __all__ = [
+    "CallTimings",
+    "Deny",
+    "MCPServer",
+    "MemoryLedger",
+    "PostgresLedger",
+    "SQLiteLedger",
+    "Tool",
+    "ToolResult",
+    "Toolbox",
+    "http",
+    "stdio",
+    "tool",
+]
+"""What users meet: ``toolstitch`` or one of its public modules (``events``, ``metrics``,
+``errors``, ``mcp``, ``testing``) hands each of these out (tests/test_architecture.py)."""
+__all__ += [
     "Admission",
     "Approval",
-    "CallTimings",
     "CancelToken",
     "Claim",
     "ClaimLedger",
     "ConfirmCallback",
-    "Deny",
     "EagerStarts",
     "ErrorMessage",
     "LedgerEntry",
-    "MCPServer",
-    "MemoryLedger",
-    "PostgresLedger",
     "ResultCache",
-    "SQLiteLedger",
     "Started",
     "StoredResult",
     "StreamObserver",
-    "Tool",
-    "ToolResult",
-    "Toolbox",
     "Verdict",
     "admit",
     "aexecute",
@@ -103,15 +110,13 @@ __all__ = [
     "duplicate_ids",
     "execute",
     "fingerprint",
-    "http",
     "record_waiting",
     "remember_ledger",
     "remembered_ledger",
     "stage_event",
-    "stdio",
-    "tool",
     "validated_approvals",
 ]
+"""For the layers above only: none of these is a name users meet."""
 
 if TYPE_CHECKING:  # type checkers see the old name with its type; at run time __getattr__ warns
     Ledger = MemoryLedger
