@@ -289,7 +289,7 @@ _TOOL_MESSAGE_WORDS = _AnswerWords("tool_message", "tool call", "id", "tool mess
 def _answer_text(
     call: Any,
     facts: tuple[Any, str | None, str | None, BaseException | None],
-    result: Any,
+    result: object,
     error: str | BaseException | None,
     words: _AnswerWords,
 ) -> str:
@@ -306,7 +306,7 @@ def _answer_text(
     if result is not _MISSING and error is not None:
         raise TypeError(f"{builder}() takes a result or error=, not both")
     if isinstance(result, BaseException):
-        result, error = _MISSING, result
+        error, result = result, _MISSING
     if result is _MISSING and error is None:
         raise TypeError(f"{builder}() needs a result, or error= for a call that failed")
     if not isinstance(call_id, str) or not call_id:

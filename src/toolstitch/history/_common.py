@@ -9,7 +9,8 @@ message, the ``_MISSING`` sentinel, and the shape of a tool message (``_tool_dic
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from enum import Enum
+from typing import Any, Final
 
 import pydantic
 
@@ -17,7 +18,15 @@ from ._dialects import Dialect
 
 Message = dict[str, Any]
 
-_MISSING: Any = object()
+
+class _Missing(Enum):
+    """A key a message lacks (``m.get(key, _MISSING)``: ``None`` is a value there), or a result the
+    caller did not give (``tool_message(call)``: ``None`` is a result)."""
+
+    MISSING = "missing"
+
+
+_MISSING: Final = _Missing.MISSING
 
 #: How deep :func:`to_plain` copies. Below this, values are kept by reference, uncopied: nothing in
 #: this package reads or changes anything that deep (a message's fields are at depth 1, a call's

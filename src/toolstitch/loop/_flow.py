@@ -15,7 +15,8 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Generator
-from typing import TYPE_CHECKING, Any
+from enum import Enum
+from typing import TYPE_CHECKING, Any, Final
 
 import tenacity
 
@@ -31,7 +32,15 @@ __all__ = ["adrive", "drive", "run_flow"]
 
 _Op = tuple[Any, ...]
 _Flow = Generator[_Op, Any, Any]
-_END = object()  # what "next" answers at the end of the stream
+
+
+class _End(Enum):
+    """What the ``"next"`` operation answers at the end of the stream (an event is never one)."""
+
+    END = "end"
+
+
+_END: Final = _End.END
 
 
 def run_flow(loop: _Loop, wrapped: Any, model: str) -> Generator[_Op, Any, RunResult]:

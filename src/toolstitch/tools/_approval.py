@@ -39,7 +39,8 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeAlias
+from enum import Enum
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 from ._claim import ClaimLedger, StoredResult, fingerprint
 
@@ -204,8 +205,15 @@ REMEMBERED = 256
 """How many ledgers of runs given no ledger, awaiting approval, a process keeps (least recently
 used forgotten first)."""
 
-_AMBIGUOUS: Any = object()  # two ledgers left one history: neither is handed out
-_remembered: OrderedDict[str, Any] = OrderedDict()
+
+class _Ambiguous(Enum):
+    """What is kept for a history that two runs, with two ledgers, left: neither is handed out."""
+
+    AMBIGUOUS = "ambiguous"
+
+
+_AMBIGUOUS: Final = _Ambiguous.AMBIGUOUS
+_remembered: OrderedDict[str, ClaimLedger | _Ambiguous] = OrderedDict()
 _remembered_lock = threading.Lock()
 
 
@@ -246,4 +254,4 @@ def remembered_ledger(history: Sequence[Any]) -> ClaimLedger | None:
         if kept is None or kept is _AMBIGUOUS:
             return None
         _remembered.move_to_end(key)
-        return kept  # type: ignore[no-any-return]
+        return kept

@@ -59,7 +59,8 @@ import queue
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from enum import Enum
+from typing import TYPE_CHECKING, Any, Final
 
 from ..core import ToolCall, now
 from ..errors import OutcomeUnknown, ToolError
@@ -916,7 +917,14 @@ async def _cancel_all(batch: _Batch, tasks: Any) -> None:
 
 # ----------------------------------------------------------------------------- sync twin
 
-_DONE = object()
+
+class _Done(Enum):
+    """What the core puts on the hooks' queue when it is done: no hook follows."""
+
+    DONE = "done"
+
+
+_DONE: Final = _Done.DONE
 
 
 def execute(
@@ -946,7 +954,7 @@ def execute(
     jobs = batch.prepare(started)
     if not jobs:
         return batch.done(raise_tool_errors)
-    hooks: queue.SimpleQueue[Any] = queue.SimpleQueue()
+    hooks: queue.SimpleQueue[tuple[Hook, Any] | _Done] = queue.SimpleQueue()
     batch.call_hook = lambda hook, arg: hooks.put((hook, arg))
     total = timeout if timeout is not None else box.total_timeout
 

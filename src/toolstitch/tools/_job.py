@@ -11,7 +11,8 @@ import logging
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from enum import Enum
+from typing import TYPE_CHECKING, Any, Final
 
 from ..core import ToolCall, now
 from ._cancel import CancelToken
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 __all__ = [
     "NEVER",
     "Clock",
+    "GivenUp",
     "Job",
     "cancel_token",
     "run_timings",
@@ -78,7 +80,14 @@ class Clock:
             return self._state == "given_up"
 
 
-NEVER = object()
+class GivenUp(Enum):
+    """What a worker returns, instead of the function's value, for a call given up before its
+    function began: :data:`NEVER`."""
+
+    NEVER = "never"
+
+
+NEVER: Final = GivenUp.NEVER
 """What a worker returns for a call given up before its function began."""
 
 

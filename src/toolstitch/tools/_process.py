@@ -54,7 +54,8 @@ import threading
 import traceback
 import weakref
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+from enum import Enum
+from typing import Any, Final, NamedTuple
 
 from . import _workers  # noqa: F401 - imported first, so that its exit hook runs after ours (LIFO)
 
@@ -62,6 +63,7 @@ __all__ = [
     "ENDED",
     "ISOLATIONS",
     "NOT_BEGUN",
+    "NoResult",
     "ProcessCall",
     "ProcessWorkers",
     "Reference",
@@ -78,7 +80,17 @@ START_METHOD = "forkserver" if "forkserver" in multiprocessing.get_all_start_met
 _PROTOCOL = pickle.HIGHEST_PROTOCOL
 _REAP = 1.0  # seconds to wait for a killed process to be gone (it takes milliseconds)
 
-NOT_BEGUN = object()
+
+class NoResult(Enum):
+    """What :meth:`ProcessWorkers.run` returns, instead of the function's value, for a call whose
+    function did not finish: :data:`NOT_BEGUN` or :data:`ENDED`. Only ever compared with ``is``, in
+    the parent: neither crosses to a worker process."""
+
+    NOT_BEGUN = "not_begun"
+    ENDED = "ended"
+
+
+NOT_BEGUN: Final = NoResult.NOT_BEGUN
 """What :meth:`ProcessWorkers.run` returns for a call whose function never began (given up first)."""
 
 
@@ -98,7 +110,7 @@ def _preload() -> None:
             forkserver.set_forkserver_preload([*modules, __name__])
 
 
-ENDED = object()
+ENDED: Final = NoResult.ENDED
 """What :meth:`ProcessWorkers.run` returns when the call's process was killed because nobody waits
 for its result any more (or the toolbox was closed): the function did not finish, it has no result.
 (A value, not an exception: nobody would retrieve it.)"""
