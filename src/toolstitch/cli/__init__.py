@@ -14,9 +14,6 @@ from __future__ import annotations
 from ._main import main
 
 __all__ = []
-"""What users meet: ``toolstitch`` or one of its public modules (``events``, ``metrics``,
-``errors``, ``mcp``, ``testing``) hands each of these out (tests/test_architecture.py)."""
-__all__ += [
+__all__ += [  # for the layers above only
     "main",
 ]
-"""For the layers above only: none of these is a name users meet."""

@@ -46,7 +46,7 @@ if TYPE_CHECKING:  # what a type checker sees wrap() return; nothing at run time
 
     tool_calls = calls_of  # the old name, with its type; at run time __getattr__ warns
 
-__all__ = [
+__all__ = [  # the names users meet (toolstitch or a public module hands them out)
     "AsyncStitchedResponseStream",
     "AsyncStitchedStream",
     "StitchedResponseStream",
@@ -57,9 +57,7 @@ __all__ = [
     "stitch",
     "wrap",
 ]
-"""What users meet: ``toolstitch`` or one of its public modules (``events``, ``metrics``,
-``errors``, ``mcp``, ``testing``) hands each of these out (tests/test_architecture.py)."""
-__all__ += [
+__all__ += [  # for the layers above only
     "AsyncStitchedConnection",
     "Resume",
     "ResumePolicy",
@@ -71,7 +69,6 @@ __all__ += [
     "socket_stream",
     "stitched_connection",
 ]
-"""For the layers above only: none of these is a name users meet."""
 
 
 def __getattr__(name: str) -> Any:

@@ -70,7 +70,7 @@ from ._serialisable import serialisable, valid_unicode
 from ._store import CallStore, StreamMetrics
 from ._values import CHUNK_KEYS, DELTA_KEYS, TOOL_CALL_KEYS, Shape, read_object
 
-__all__ = [
+__all__ = [  # the names users meet (toolstitch or a public module hands them out)
     "CLOCK_ANCHOR",
     "Accumulator",
     "AnomalyRecorded",
@@ -95,9 +95,7 @@ __all__ = [
     "trust_grammar",
     "wall_clock",
 ]
-"""What users meet: ``toolstitch`` or one of its public modules (``events``, ``metrics``,
-``errors``, ``mcp``, ``testing``) hands each of these out (tests/test_architecture.py)."""
-__all__ += [
+__all__ += [  # for the layers above only
     "CHUNK_KEYS",
     "DELTA_KEYS",
     "TOOL_CALL_KEYS",
@@ -124,4 +122,3 @@ __all__ += [
     "timings_dict",
     "valid_unicode",
 ]
-"""For the layers above only: none of these is a name users meet."""

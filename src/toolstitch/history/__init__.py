@@ -71,7 +71,7 @@ from ._validate import (
 )
 from ._validate_input import validate_input
 
-__all__ = [
+__all__ = [  # the names users meet (toolstitch or a public module hands them out)
     "assistant_message",
     "call_error_text",
     "ensure_valid_history",
@@ -85,9 +85,7 @@ __all__ = [
     "validate_input",
     "validate_request",
 ]
-"""What users meet: ``toolstitch`` or one of its public modules (``events``, ``metrics``,
-``errors``, ``mcp``, ``testing``) hands each of these out (tests/test_architecture.py)."""
-__all__ += [
+__all__ += [  # for the layers above only
     "DIALECT_NAMES",
     "NOT_EXECUTED",
     "Dialect",
@@ -103,4 +101,3 @@ __all__ += [
     "unknown_tool_text",
     "wrong_kind_text",
 ]
-"""For the layers above only: none of these is a name users meet."""

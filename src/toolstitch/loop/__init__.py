@@ -3,27 +3,14 @@
 
 from __future__ import annotations
 
-from ._pull import RunFinished, arun_events, run_events
-from ._results import (
-    CallAwaitingApproval,
-    CallDispatched,
-    CallFinished,
-    RequestRetried,
-    ResponseReceived,
-    RunEvent,
-    RunResult,
-    Step,
-    StepFinished,
-    StepStarted,
-    StepTimings,
-    StreamAbandoned,
-)
+from ._pull import *  # noqa: F403 - the iterator forms, listed in _pull.__all__
+from ._results import *  # noqa: F403 - the run's result and its events, listed in _results.__all__
 from ._retry import RetryPolicy
-from ._run import arun, run
-from ._stream_event import StreamEvent
+from ._run import *  # noqa: F403 - run and arun
+from ._stream_event import *  # noqa: F403 - StreamEvent
 from ._timeline import CallLane, Stage, StepLane, Timeline
 
-__all__ = [
+__all__ = [  # the names users meet (toolstitch or a public module hands them out)
     "CallAwaitingApproval",
     "CallDispatched",
     "CallFinished",
@@ -42,9 +29,7 @@ __all__ = [
     "run",
     "run_events",
 ]
-"""What users meet: ``toolstitch`` or one of its public modules (``events``, ``metrics``,
-``errors``, ``mcp``, ``testing``) hands each of these out (tests/test_architecture.py)."""
-__all__ += [
+__all__ += [  # for the layers above only
     "CallLane",
     "RetryPolicy",
     "Stage",
@@ -52,4 +37,3 @@ __all__ += [
     "StepLane",
     "Timeline",
 ]
-"""For the layers above only: none of these is a name users meet."""

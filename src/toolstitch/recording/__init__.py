@@ -28,12 +28,10 @@ from ._report_html import report_html
 from ._report_text import clip, render_latency, render_timeline, report_text, wrap_text
 from ._responses_contract import given_responses_contract, read_responses_contract, responses_accumulator
 
-__all__ = [
+__all__ = [  # the names users meet (toolstitch or a public module hands them out)
     "replay",
 ]
-"""What users meet: ``toolstitch`` or one of its public modules (``events``, ``metrics``,
-``errors``, ``mcp``, ``testing``) hands each of these out (tests/test_architecture.py)."""
-__all__ += [
+__all__ += [  # for the layers above only
     "Contract",
     "Recorder",
     "Redact",
@@ -54,4 +52,3 @@ __all__ += [
     "responses_accumulator",
     "wrap_text",
 ]
-"""For the layers above only: none of these is a name users meet."""

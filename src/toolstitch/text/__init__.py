@@ -31,9 +31,7 @@ from ._scanner import JSONScanner
 from ._schema_quick import Check, compile_quick
 
 __all__ = []
-"""What users meet: ``toolstitch`` or one of its public modules (``events``, ``metrics``,
-``errors``, ``mcp``, ``testing``) hands each of these out (tests/test_architecture.py)."""
-__all__ += [
+__all__ += [  # for the layers above only
     "MISSING",
     "Check",
     "EarlyCheck",
@@ -49,4 +47,3 @@ __all__ += [
     "parse_arguments",
     "parse_input",
 ]
-"""For the layers above only: none of these is a name users meet."""

@@ -63,7 +63,7 @@ from ._telemetry import StreamObserver, call_event, chat_span, current, stage_ev
 from ._toolbox import Toolbox
 from ._twins import async_twin_of, bound
 
-__all__ = [
+__all__ = [  # the names users meet (toolstitch or a public module hands them out)
     "CallTimings",
     "Deny",
     "MCPServer",
@@ -77,9 +77,7 @@ __all__ = [
     "stdio",
     "tool",
 ]
-"""What users meet: ``toolstitch`` or one of its public modules (``events``, ``metrics``,
-``errors``, ``mcp``, ``testing``) hands each of these out (tests/test_architecture.py)."""
-__all__ += [
+__all__ += [  # for the layers above only
     "Admission",
     "Approval",
     "CancelToken",
@@ -116,7 +114,6 @@ __all__ += [
     "stage_event",
     "validated_approvals",
 ]
-"""For the layers above only: none of these is a name users meet."""
 
 if TYPE_CHECKING:  # type checkers see the old name with its type; at run time __getattr__ warns
     Ledger = MemoryLedger
