@@ -201,6 +201,53 @@ def _is_empty(fn: Any) -> bool:
     )
 
 
+def test_a_cell_the_table_leaves_out_refuses_the_call_and_says_so() -> None:
+    """ready + verdict is left out of the table: the call is refused (``TransitionRefused``) and
+    the refusal is announced, never passed over."""
+    life = Life()
+    life.append("{}")
+    call = life.seal()
+    assert call.ready
+    events: list[Any] = []
+    life.owner.verdict(call, ts.errors.SchemaViolation("too late", errors=["too late"]), events)
+    assert call.status == "invalid" and isinstance(call.error, ts.errors.TransitionRefused)
+    assert [type(e).__name__ for e in events] == ["ToolCallInvalid"]
+
+
+def test_a_call_refused_while_it_streams_is_a_state_of_its_own() -> None:
+    """``refused`` (issue 44): announced ``invalid`` at the verdict, still "open" to users, its text
+    kept as it arrives, sealed ``invalid`` with the seal's own error, and that verdict is no news."""
+    life = Life()
+    life.append('{"a": ')
+    events: list[Any] = []
+    error = ts.errors.SchemaViolation("no", errors=["no"])
+    life.owner.verdict(life.call, error, events)
+    call = life.append("1}")
+    assert [type(e).__name__ for e in events] == ["ToolCallInvalid"]
+    assert call.status == "open" and call.error is error and call.arguments == '{"a": 1}'
+    assert TRANSITIONS["refused"]["fragment"] == TRANSITIONS["open"]["fragment"]  # the append
+    assert life.owner.seal(call, Finish(0.0, CHECKS, True)) is False  # announced at the verdict
+    assert call.status == "invalid" and call.error is error
+
+
+@pytest.mark.parametrize("state", ["ready", "invalid"])
+def test_a_sealed_calls_whole_text_resent_is_dropped_and_anything_else_refuses(state: str) -> None:
+    """The owner's frozen cells: the exact text again is noted and dropped (the call unchanged);
+    other text refuses a ready call and counts against a refused one."""
+    life = Life()
+    life.append('{"a": 1}')
+    call = life.seal()
+    if state == "invalid":
+        life.owner.refuse(call, ts.errors.InternalFault("x"))
+    before = (call.status, call.metrics.bytes)
+    life.append('{"a": 1}')
+    assert (call.status, call.metrics.bytes) == before
+    assert [n.code for n in life.notes][-1] == "arguments_cumulative"
+    life.append('{"a": 2}')
+    assert call.status == "invalid" and isinstance(call.error, ts.errors.LateFragment)
+    assert call.arguments == '{"a": 1}'
+
+
 def test_every_state_lists_every_event() -> None:
     assert set(TRANSITIONS) == {"open", "stated", "refused", "ready", "invalid", "incomplete"}
     for row in TRANSITIONS.values():

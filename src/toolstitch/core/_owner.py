@@ -683,7 +683,7 @@ def _statement(owner: CallOwner, call: ToolCall, statement: Statement, out: list
     """open, stated, refused or ready + statement: adopted when nothing streamed (and ``adopt``
     allows it), else held to what streamed; either way the text is frozen."""
     text, name, fid, where, adopt, raw = statement
-    opened = call._phase == OPEN
+    opened = call._phase == OPEN or call._phase == REFUSED  # (a refused call may still be named)
     if name is not None and name != call._name:
         if not (call._name is None and opened and name):
             what = f"the name in {where} ({show(name)}) differs from {show(call._name)}"
