@@ -46,6 +46,7 @@ __all__ = [
     "Early",
     "ToolCall",
     "has_lone_surrogate",
+    "is_whole_text",
     "now",
     "parse_arguments",
     "push",
@@ -114,6 +115,12 @@ class CallMetrics:
     def as_dict(self) -> dict[str, Any]:
         """Plain data (JSON-ready): counts as they are, ``*_at`` instants as Unix time."""
         return timings_dict({f.name: getattr(self, f.name) for f in fields(self)})
+
+
+def is_whole_text(call: ToolCall, text: str) -> bool:
+    """True when ``text`` is exactly the call's argument text so far (its length compared first): a
+    resend of the whole, which routing and the owner both tell apart from new text."""
+    return len(text) == call.chars and call.arguments == text
 
 
 def text_size(text: str) -> int:

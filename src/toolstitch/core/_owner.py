@@ -73,6 +73,7 @@ from ._call import (
     UNREAD,
     Early,
     ToolCall,
+    is_whole_text,
     text_size,
 )
 from ._events import ArgumentsComplete, ArgumentsMalformed, ToolCallInvalid, arguments_delta
@@ -377,15 +378,6 @@ class CallOwner:
         """Keep an anomaly on the call (the accumulator decides once per call which to keep)."""
         call._anomalies.append(note)
 
-    def scan(self, call: ToolCall) -> tuple[bool, str | None, int | None]:
-        """Catch the scanner up and say what changed: ``(became_complete, new_error, error_at)``."""
-        scanner = call._scanner
-        was_complete = scanner.complete
-        had_error = scanner.error is not None
-        scanner = call._scan()
-        error = scanner.error if scanner.error is not None and not had_error else None
-        return scanner.complete and not was_complete, error, scanner.error_at
-
 
 # -- the actions ------------------------------------------------------------------------------------
 
@@ -555,7 +547,7 @@ def _frozen_text(owner: CallOwner, call: ToolCall, fragment: Fragment, out: list
 def _resent_whole(owner: CallOwner, call: ToolCall, text: str, raw: Any) -> bool:
     """A sealed call's whole text, sent again (some servers repeat the arguments after the
     finish): dropped, noted. True when ``text`` was that."""
-    if len(text) != call._chars or call.arguments != text:
+    if not is_whole_text(call, text):
         return False
     _note(owner, call, raw, "sealed_resend")
     return True

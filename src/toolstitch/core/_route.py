@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ._anomaly import Anomaly, AnomalyCode, note, show
-from ._call import ToolCall, has_lone_surrogate
+from ._call import ToolCall, has_lone_surrogate, is_whole_text
 from ._owner import CallOwner
 
 __all__ = [
@@ -97,8 +97,8 @@ def _starts_new_value(arguments: str | None) -> bool:
 
 
 def _is_resend(call: ToolCall, text: str | None) -> bool:
-    """True when ``text`` is exactly the call's argument text so far (length compared first)."""
-    return text is not None and len(text) == call.chars and call.arguments == text
+    """True when ``text`` is exactly the call's argument text so far."""
+    return text is not None and is_whole_text(call, text)
 
 
 def _mid_value(call: ToolCall) -> bool:
