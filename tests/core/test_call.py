@@ -252,6 +252,8 @@ def test_every_state_lists_every_event() -> None:
     assert set(TRANSITIONS) == {"open", "stated", "refused", "ready", "invalid", "incomplete"}
     for row in TRANSITIONS.values():
         assert set(row) == set(EVENTS)
+        # ``CallOwner.fragment`` (the hot path) runs the cell's action and moves nothing itself.
+        assert row["fragment"].action is not None and row["fragment"].to is None
 
 
 @pytest.mark.parametrize("late", ["x", " ", "\n", ', "unit": "f"}'])
