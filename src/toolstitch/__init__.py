@@ -23,6 +23,7 @@ from . import errors as errors
 from . import events as events
 from . import mcp as mcp
 from . import metrics as metrics
+from ._renamed import renamed
 from ._version import __version__ as __version__
 from .client import (
     AsyncStitchedResponseStream,
@@ -171,22 +172,18 @@ _MOVED: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """Resolve a name that moved off the top level or was renamed, warning once per use site."""
-    new = _RENAMED.get(name)
-    if new is not None:
-        warnings.warn(
-            f"toolstitch.{name} is now toolstitch.{new}; the old name goes away in the next release",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return globals()[new]
+def _moved(name: str) -> Any:
+    """A name that moved off the top level (``_MOVED``) resolves from its home, warning."""
     home = _MOVED.get(name)
     if home is None:
         raise AttributeError(f"module 'toolstitch' has no attribute {name!r}")
     warnings.warn(
         f"toolstitch.{name} moved to {home}.{name}; the top-level name goes away in the next release",
         DeprecationWarning,
-        stacklevel=2,
+        stacklevel=3,
     )
     return getattr(importlib.import_module(home), name)
+
+
+__getattr__ = renamed("toolstitch", _RENAMED, globals(), _moved)
+"""Resolve a name that moved off the top level or was renamed, warning once per use site."""

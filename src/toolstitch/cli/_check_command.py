@@ -23,7 +23,7 @@ from ..history import DIALECT_NAMES, HistoryProblem, validate_history, validate_
 from ..recording import plain
 from ._output import SafeOutput, fail
 
-__all__ = ["add_command"]
+__all__ = ["DESCRIPTION", "HELP", "NAME", "add_arguments", "run"]
 
 _WIDTH = 80
 
@@ -112,7 +112,7 @@ def _format(problem: HistoryProblem) -> str:
     )
 
 
-def _run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     try:
         history = _load(args.file)
     except _InputError as exc:
@@ -149,21 +149,18 @@ def _run(args: argparse.Namespace) -> int:
     return 1 if errors else 0
 
 
-def add_command(subparsers: Any) -> None:
-    """Register ``toolstitch check``."""
-    # The same registration shape in every command module (see _main.COMMANDS): only the words
-    # differ, and they are this command's own, so there is nothing to share.
-    parser = subparsers.add_parser(
-        "check",
-        help="validate a saved messages list (or Responses input) against a server's history rules",
-        description=(
-            "Validate a saved Chat Completions history: a JSON list of messages, or an object "
-            'with a "messages" list (a request body; its tools are checked too); or a Responses '
-            'API input: a JSON list of input items, or an object with an "input" (told apart by '
-            "their shape). Prints one line per problem: #index rule severity: message. Exit 0 "
-            "when valid, 1 when there are errors, 2 when the file cannot be read."
-        ),
-    )
+NAME = "check"
+HELP = "validate a saved messages list (or Responses input) against a server's history rules"
+DESCRIPTION = """\
+Validate a saved Chat Completions history: a JSON list of messages, or an object with a "messages"
+list (a request body; its tools are checked too); or a Responses API input: a JSON list of input
+items, or an object with an "input" (told apart by their shape). Prints one line per problem: #index
+rule severity: message. Exit 0 when valid, 1 when there are errors, 2 when the file cannot be read.
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``toolstitch check``."""
     parser.add_argument("file", metavar="FILE.json", help="the history to check ('-' for stdin)")
     parser.add_argument(
         "--dialect",
@@ -172,4 +169,3 @@ def add_command(subparsers: Any) -> None:
         help="the server family whose rules apply (default: openai)",
     )
     parser.add_argument("--json", action="store_true", help="print a JSON report instead")
-    parser.set_defaults(run=_run)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
 
 import openai
 
@@ -16,10 +15,10 @@ from ._demo import REMOTE_MODEL, run_demo
 from ._demo_responses import run_responses_demo
 from ._output import SafeOutput, fail
 
-__all__ = ["add_command"]
+__all__ = ["DESCRIPTION", "HELP", "NAME", "add_arguments", "run"]
 
 
-def _run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     if args.web:
         return _serve_web(args)
     try:
@@ -61,22 +60,20 @@ def _serve_web(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_command(subparsers: Any) -> None:
-    """Register ``toolstitch demo``."""
-    # The same registration shape in every command module (see _main.COMMANDS): only the words
-    # differ, and they are this command's own, so there is nothing to share.
-    parser = subparsers.add_parser(
-        "demo",
-        help="run a two-step streamed tool conversation and show how it was stitched",
-        description=(
-            "Run a two-step tool conversation with the real openai client through toolstitch.wrap: "
-            "parallel, interleaved, finely fragmented tool calls, local tool execution, then a "
-            "final answer. Prints the calls, the results, the history and a fragment timeline. "
-            "Without OPENAI_API_KEY it uses an embedded local server on 127.0.0.1; with it (and "
-            "optionally OPENAI_BASE_URL) it runs against that endpoint. Exit 0 when the "
-            "conversation completed with a valid history, 1 otherwise, 2 when the endpoint failed."
-        ),
-    )
+NAME = "demo"
+HELP = "run a two-step streamed tool conversation and show how it was stitched"
+DESCRIPTION = """\
+Run a two-step tool conversation with the real openai client through toolstitch.wrap: parallel,
+interleaved, finely fragmented tool calls, local tool execution, then a final answer. Prints the
+calls, the results, the history and a fragment timeline. Without OPENAI_API_KEY it uses an embedded
+local server on 127.0.0.1; with it (and optionally OPENAI_BASE_URL) it runs against that endpoint.
+Exit 0 when the conversation completed with a valid history, 1 otherwise, 2 when the endpoint
+failed.
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``toolstitch demo``."""
     parser.add_argument(
         "--model", metavar="M", help=f"model name (default: {REMOTE_MODEL} on a real endpoint)"
     )
@@ -116,4 +113,3 @@ def add_command(subparsers: Any) -> None:
         metavar="S",
         help="seconds between the embedded model's chunks for --web (default 0.05)",
     )
-    parser.set_defaults(run=_run)

@@ -1,9 +1,9 @@
 """The ``toolstitch`` command line: one ``argparse`` parser, a subcommand per task.
 
 Each subcommand lives in its own module (``_check_command``, ``_replay_command``,
-``_demo_command``) as a function that adds its parser to ``subparsers`` and sets ``run``
-(``fn(args) -> exit code``) as its default; :data:`COMMANDS` lists them, so this file stays a
-small table.
+``_demo_command``), which says its ``NAME``, ``HELP`` and ``DESCRIPTION``, adds its options
+(``add_arguments(parser)``) and runs (``run(args) -> exit code``); :data:`COMMANDS` lists them, and
+:func:`build_parser` registers each the same way, so that shape is written once.
 
 Exit codes: 0 done (or clean), 1 problems found, 2 bad usage or unusable input (argparse's own code
 for bad usage), always with one line on stderr and never a traceback: whatever a command did not
@@ -16,7 +16,7 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from types import ModuleType
 
 from . import _check_command, _demo_command, _replay_command
 from ._output import fail
@@ -25,12 +25,8 @@ __all__ = ["COMMANDS", "build_parser", "main"]
 
 Command = Callable[[argparse.Namespace], int]
 
-#: Every subcommand, as a function that registers its parser. Add new ones here.
-COMMANDS: list[Callable[[Any], None]] = [
-    _check_command.add_command,
-    _replay_command.add_command,
-    _demo_command.add_command,
-]
+#: Every subcommand's module (see the module's docstring). Add new ones here.
+COMMANDS: tuple[ModuleType, ...] = (_check_command, _replay_command, _demo_command)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -40,8 +36,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
-    for register in COMMANDS:
-        register(subparsers)
+    for command in COMMANDS:
+        sub = subparsers.add_parser(command.NAME, help=command.HELP, description=command.DESCRIPTION)
+        command.add_arguments(sub)
+        sub.set_defaults(run=command.run)
     return parser
 
 

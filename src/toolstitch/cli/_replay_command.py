@@ -18,7 +18,7 @@ from ..loop import Timeline
 from ..recording import Replay, replay, report_data, report_html, report_text
 from ._output import SafeOutput, fail, json_text, one_line, write_page
 
-__all__ = ["add_command"]
+__all__ = ["DESCRIPTION", "HELP", "NAME", "add_arguments", "run"]
 
 
 def _live(replayed: Replay, out: SafeOutput) -> None:
@@ -81,7 +81,7 @@ def _run_timeline(args: argparse.Namespace, data: dict[str, Any]) -> int:
     return 0
 
 
-def _run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     saved_run = _saved_run(args.file)
     if saved_run is not None:
         return _run_timeline(args, saved_run)
@@ -109,20 +109,18 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_command(subparsers: Any) -> None:
-    """Register ``toolstitch replay``."""
-    # The same registration shape in every command module (see _main.COMMANDS): only the words
-    # differ, and they are this command's own, so there is nothing to share.
-    parser = subparsers.add_parser(
-        "replay",
-        help="replay a recorded stream (JSONL recording or raw .sse body) and show its tool calls",
-        description=(
-            "Replay a stream recorded by toolstitch.wrap(client, record=DIR) or stream.record(PATH), "
-            "or a raw SSE response body, through the accumulator. Prints each tool call with its "
-            "name, arguments, status and anomalies, a fragment timeline per call and the latency "
-            "breakdown. Exit 0 when replayed, 2 when the file cannot be read or is not a recording."
-        ),
-    )
+NAME = "replay"
+HELP = "replay a recorded stream (JSONL recording or raw .sse body) and show its tool calls"
+DESCRIPTION = """\
+Replay a stream recorded by toolstitch.wrap(client, record=DIR) or stream.record(PATH), or a raw SSE
+response body, through the accumulator. Prints each tool call with its name, arguments, status and
+anomalies, a fragment timeline per call and the latency breakdown. Exit 0 when replayed, 2 when the
+file cannot be read or is not a recording.
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``toolstitch replay``."""
     parser.add_argument(
         "file",
         metavar="FILE",
@@ -135,4 +133,3 @@ def add_command(subparsers: Any) -> None:
         action="store_true",
         help="replay at the recorded pace, showing calls as they open and seal",
     )
-    parser.set_defaults(run=_run)

@@ -18,9 +18,9 @@
 
 from __future__ import annotations
 
-import warnings
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from .._renamed import renamed
 from ._completion import calls_of
 from ._responses_stream import AsyncStitchedResponseStream, StitchedResponseStream
 from ._resume import Resume, ResumePolicy
@@ -71,14 +71,5 @@ __all__ += [  # for the layers above only
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """``tool_calls`` (:func:`calls_of`'s first name) resolves for one release, with a warning."""
-    if name == "tool_calls":
-        warnings.warn(
-            "toolstitch.client.tool_calls is now toolstitch.client.calls_of; "
-            "the old name goes away in the next release",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return calls_of
-    raise AttributeError(f"module 'toolstitch.client' has no attribute {name!r}")
+__getattr__ = renamed("toolstitch.client", {"tool_calls": "calls_of"}, globals())
+"""``tool_calls`` (the first name of ``calls_of``) resolves for one release, with a warning."""

@@ -23,7 +23,7 @@ import json
 import math
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -49,8 +49,22 @@ FORMAT = "toolstitch.run-timeline"
 VERSION = 1
 
 
+class _PlainData:
+    """``as_dict()`` for the timeline's dataclasses: their fields in order, a list of stages or lanes
+    as theirs, so adding a field cannot leave it out of the saved file."""
+
+    __slots__ = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        form: dict[str, Any] = {}
+        for item in fields(self):  # type: ignore[arg-type]  # every subclass is a dataclass
+            value = getattr(self, item.name)
+            form[item.name] = [part.as_dict() for part in value] if isinstance(value, list) else value
+        return form
+
+
 @dataclass(frozen=True, slots=True)
-class Stage:
+class Stage(_PlainData):
     """One stage: ``start`` and ``end`` in milliseconds since the run began (``end`` None: an
     instant); ``detail`` a short word (``eager``, ``early``, ``cached`` …)."""
 
@@ -63,12 +77,9 @@ class Stage:
     def duration(self) -> float:
         return 0.0 if self.end is None else self.end - self.start
 
-    def as_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "start": self.start, "end": self.end, "detail": self.detail}
-
 
 @dataclass(slots=True)
-class CallLane:
+class CallLane(_PlainData):
     """One call's stages (its result's status in ``result``, None when it has none)."""
 
     step: int
@@ -83,20 +94,9 @@ class CallLane:
         """The first stage called ``name``, or None."""
         return next((s for s in self.stages if s.name == name), None)
 
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "step": self.step,
-            "index": self.index,
-            "id": self.id,
-            "name": self.name,
-            "status": self.status,
-            "result": self.result,
-            "stages": [s.as_dict() for s in self.stages],
-        }
-
 
 @dataclass(slots=True)
-class StepLane:
+class StepLane(_PlainData):
     """One step's own stages and its calls'."""
 
     index: int
@@ -106,16 +106,9 @@ class StepLane:
     def stage(self, name: str) -> Stage | None:
         return next((s for s in self.stages if s.name == name), None)
 
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "index": self.index,
-            "stages": [s.as_dict() for s in self.stages],
-            "calls": [c.as_dict() for c in self.calls],
-        }
-
 
 @dataclass(slots=True)
-class Timeline:
+class Timeline(_PlainData):
     """The stages of a run, per step and per call, in milliseconds since ``started_at`` (Unix time).
 
     ``total`` is the run's length in milliseconds. Plain data: :meth:`as_dict`, :meth:`save` and
@@ -136,13 +129,7 @@ class Timeline:
         return [c for s in self.steps for c in s.calls]
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "format": FORMAT,
-            "version": VERSION,
-            "started_at": self.started_at,
-            "total": self.total,
-            "steps": [s.as_dict() for s in self.steps],
-        }
+        return {"format": FORMAT, "version": VERSION, **_PlainData.as_dict(self)}
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write :meth:`as_dict` as JSON (``toolstitch replay --html OUT PATH`` draws it)."""

@@ -28,9 +28,9 @@ those is a top-level name of ``toolstitch``.
 
 from __future__ import annotations
 
-import warnings
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from .._renamed import renamed
 from ._approval import (
     Approval,
     Deny,
@@ -119,14 +119,5 @@ if TYPE_CHECKING:  # type checkers see the old name with its type; at run time _
     Ledger = MemoryLedger
 
 
-def __getattr__(name: str) -> Any:
-    """``Ledger`` (the in-memory ledger's name in 0.1) resolves for one release, with a warning."""
-    if name == "Ledger":
-        warnings.warn(
-            "toolstitch.tools.Ledger is now toolstitch.tools.MemoryLedger; "
-            "the old name goes away in the next release",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return MemoryLedger
-    raise AttributeError(f"module 'toolstitch.tools' has no attribute {name!r}")
+__getattr__ = renamed("toolstitch.tools", {"Ledger": "MemoryLedger"}, globals())
+"""``Ledger`` (the first name of ``MemoryLedger``) resolves for one release, with a warning."""
