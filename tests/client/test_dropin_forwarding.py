@@ -34,7 +34,7 @@ import openai
 import pytest
 
 import toolstitch as ts
-from toolstitch.client._proxy import Proxy
+from toolstitch.client._proxy import Proxy, Wrapped
 from toolstitch.testing import LocalServer
 
 ABSENT = object()
@@ -114,7 +114,7 @@ def replaced_methods(proxy: Any, path: str) -> Iterator[Replaced]:
     """Every replaced SDK method under ``proxy``, found by reading each property its classes define."""
     target = object.__getattribute__(proxy, "_target")
     names = {n for k in type(proxy).__mro__ if issubclass(k, Proxy) for n, v in vars(k).items()
-             if isinstance(v, property) and not n.startswith("_")}  # fmt: skip
+             if isinstance(v, property | Wrapped) and not n.startswith("_")}  # fmt: skip
     for name in sorted(names):
         try:
             value = getattr(proxy, name)

@@ -25,7 +25,7 @@ import openai
 if TYPE_CHECKING:
     from ._wrap import _Options
 
-__all__ = ["Proxy", "like", "proxied_stream"]
+__all__ = ["Proxy", "Wrapped", "like", "proxied_stream"]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -60,6 +60,27 @@ class Proxy:
 
     def __repr__(self) -> str:
         return f"toolstitch.wrap({self._target!r})"
+
+
+class Wrapped:
+    """A proxy's attribute that is its target's attribute of the same name, inside another proxy:
+    ``chat = Wrapped(_Chat)`` reads ``target.chat`` and gives ``_Chat(target.chat, opts)``, on each
+    read as a property would (the SDK builds its resources lazily, so nothing is read before it is
+    asked for). One descriptor in place of a three-line property per path the wrapper follows."""
+
+    __slots__ = ("_name", "_proxy")
+
+    def __init__(self, proxy: Callable[[Any, _Options], Any]) -> None:
+        self._proxy = proxy
+        self._name = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = name
+
+    def __get__(self, proxy: Proxy | None, owner: type | None = None) -> Any:
+        if proxy is None:
+            return self
+        return self._proxy(getattr(proxy._target, self._name), proxy._opts)
 
 
 def like(sdk_method: Any, function: _F) -> _F:

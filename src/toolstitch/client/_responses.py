@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import openai
 
+from .._context_managers import ClosedOnAsyncExit, ClosedOnExit
 from ..core import Anomaly, ToolCall
 from ._proxy import Proxy, like, proxied_stream
 from ._stream import AsyncStitchedStream, StitchedStream
@@ -284,7 +285,7 @@ class _Helper(Proxy):
         return anomalies
 
 
-class HelperStream(_Helper):
+class HelperStream(_Helper, ClosedOnExit):
     """The SDK's ``ChatCompletionStream`` (its events, its ``get_final_completion``), plus
     ``toolstitch`` and ``tool_calls``."""
 
@@ -295,14 +296,6 @@ class HelperStream(_Helper):
 
     def __next__(self) -> Any:
         return next(self._target)
-
-    def __enter__(self) -> HelperStream:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
     def close(self) -> None:
         """Close the response; calls not yet sealed become ``incomplete``."""
@@ -316,7 +309,7 @@ class HelperStream(_Helper):
         return self
 
 
-class AsyncHelperStream(_Helper):
+class AsyncHelperStream(_Helper, ClosedOnAsyncExit):
     """The async twin of :class:`HelperStream`."""
 
     __slots__ = ()
@@ -326,14 +319,6 @@ class AsyncHelperStream(_Helper):
 
     async def __anext__(self) -> Any:
         return await self._target.__anext__()
-
-    async def __aenter__(self) -> AsyncHelperStream:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.close()
 
     async def close(self) -> None:
         """Close the response; calls not yet sealed become ``incomplete``."""

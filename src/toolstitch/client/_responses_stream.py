@@ -44,7 +44,7 @@ from ..recording import (
     responses_accumulator,
 )
 from ._fast import install
-from ._proxy import Proxy, like, proxied_stream
+from ._proxy import Proxy, Wrapped, like, proxied_stream
 from ._request import creator, read_request
 from ._responses import (
     AsyncHelperManager,
@@ -297,6 +297,47 @@ class _AsyncHelperManager(_Stitching, AsyncHelperManager):
     __slots__ = ()
 
 
+def _response_id(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The id a ``retrieve`` call names, given positionally or by keyword (the SDK's call took
+    it: it was one of the two)."""
+    return args[0] if args else kwargs.get("response_id")
+
+
+class _RawResponses(Proxy):
+    """``responses.with_raw_response``: a streamed ``create`` gives the SDK's raw response, whose
+    ``parse()`` is a stitched stream."""
+
+    __slots__ = ()
+
+    @property
+    def create(self) -> Any:
+        opts = self._opts
+        path = "responses.with_raw_response.create(stream=True)"
+
+        def raw(result: Any, request: dict[str, Any], started: float) -> Any:
+            return _RawResponse(result, opts, request, started, path)
+
+        return creator(self._target.create, opts.is_async, raw)
+
+
+class _StreamingResponses(Proxy):
+    """``responses.with_streaming_response``: a streamed ``create`` gives the SDK's context
+    manager; the response it enters parses to a stitched stream."""
+
+    __slots__ = ()
+
+    @property
+    def create(self) -> Any:
+        opts = self._opts
+        manager = _AsyncResponseManager if opts.is_async else _ResponseManager
+        path = "responses.with_streaming_response.create(stream=True)"
+
+        def managed(result: Any, request: dict[str, Any], started: float) -> Any:
+            return manager(result, opts, request, started, path)
+
+        return creator(self._target.create, False, managed)
+
+
 class Responses(Proxy):
     """``client.responses`` of a wrapped client: ``create(stream=True)`` returns a stitched stream,
     ``stream(...)`` the SDK's helper over one; the rest is the SDK's (``connect()``: the subclass
@@ -372,54 +413,9 @@ class Responses(Proxy):
 
         return like(sdk_stream, stream)
 
-    @property
-    def with_raw_response(self) -> Any:
-        return _RawResponses(self._target.with_raw_response, self._opts)
+    with_raw_response = Wrapped(_RawResponses)
 
-    @property
-    def with_streaming_response(self) -> Any:
-        return _StreamingResponses(self._target.with_streaming_response, self._opts)
-
-
-def _response_id(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """The id a ``retrieve`` call names, given positionally or by keyword (the SDK's call took
-    it: it was one of the two)."""
-    return args[0] if args else kwargs.get("response_id")
-
-
-class _RawResponses(Proxy):
-    """``responses.with_raw_response``: a streamed ``create`` gives the SDK's raw response, whose
-    ``parse()`` is a stitched stream."""
-
-    __slots__ = ()
-
-    @property
-    def create(self) -> Any:
-        opts = self._opts
-        path = "responses.with_raw_response.create(stream=True)"
-
-        def raw(result: Any, request: dict[str, Any], started: float) -> Any:
-            return _RawResponse(result, opts, request, started, path)
-
-        return creator(self._target.create, opts.is_async, raw)
-
-
-class _StreamingResponses(Proxy):
-    """``responses.with_streaming_response``: a streamed ``create`` gives the SDK's context
-    manager; the response it enters parses to a stitched stream."""
-
-    __slots__ = ()
-
-    @property
-    def create(self) -> Any:
-        opts = self._opts
-        manager = _AsyncResponseManager if opts.is_async else _ResponseManager
-        path = "responses.with_streaming_response.create(stream=True)"
-
-        def managed(result: Any, request: dict[str, Any], started: float) -> Any:
-            return manager(result, opts, request, started, path)
-
-        return creator(self._target.create, False, managed)
+    with_streaming_response = Wrapped(_StreamingResponses)
 
 
 def responses_of(target: Any, opts: _Options, kind: Literal["raw", "streaming"]) -> Any:

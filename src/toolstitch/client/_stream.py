@@ -35,14 +35,13 @@ from __future__ import annotations
 import inspect
 import os
 from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator, Mapping, Sequence
-from types import TracebackType
 from typing import IO, Any, Protocol
 
 import openai
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from typing_extensions import Self, TypeVar
 
-from .._context_managers import ClosedOnExit
+from .._context_managers import ClosedOnAsyncExit, ClosedOnExit
 from ..core import Accumulator, Anomaly, CallStore, Event, ToolCall
 from ..errors import UnsafeToolCallError
 from ..recording import Recorder, Redact
@@ -343,7 +342,7 @@ class StitchedStream(_Base, ClosedOnExit, openai.Stream[_ChunkT]):
         return accumulator.get_final_completion()
 
 
-class AsyncStitchedStream(_Base, openai.AsyncStream[_ChunkT]):
+class AsyncStitchedStream(_Base, ClosedOnAsyncExit, openai.AsyncStream[_ChunkT]):
     """The async twin of :class:`StitchedStream`; an ``openai.AsyncStream[ChatCompletionChunk]``."""
 
     _iterator: AsyncGenerator[_ChunkT, None]
@@ -398,17 +397,6 @@ class AsyncStitchedStream(_Base, openai.AsyncStream[_ChunkT]):
         for event in self._ending:
             yield event
         self._ending = _NO_EVENTS
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
 
     async def close(self) -> None:
         """Close the HTTP response. Calls not yet sealed become ``incomplete``."""

@@ -72,7 +72,7 @@ from ..errors import UnstitchedStreamWarning
 from ..recording import Redact, read_contract, recording_path, redact_parts
 from . import _lowlevel, _responses_stream, _websocket
 from ._fast import Decode, install
-from ._proxy import Proxy, like, proxied_stream
+from ._proxy import Proxy, Wrapped, like, proxied_stream
 from ._request import creator, read_request
 from ._responses import (
     AsyncHelperManager,
@@ -215,42 +215,6 @@ _RAW_RESPONSES = (LegacyAPIResponse, BaseAPIResponse)
 # proxy would hide which paths exist.
 
 
-class _Completions(Proxy):
-    """``chat.completions`` (and ``beta.chat.completions``): ``create(stream=True)`` returns a
-    stitched stream, ``stream(...)`` the SDK's helper over one; the rest is the SDK's."""
-
-    __slots__ = ()
-
-    @property
-    def create(self) -> Any:
-        opts = self._opts
-
-        def stitched(result: Any, request: dict[str, Any], started: float) -> Any:
-            return opts.stitched(result, request, started, "chat.completions.create(stream=True)")
-
-        return creator(self._target.create, opts.is_async, stitched)
-
-    @property
-    def stream(self) -> Any:
-        sdk_stream = self._target.stream
-        opts = self._opts
-        manager = AsyncHelperManager if opts.is_async else HelperManager
-
-        def stream(*args: Any, **kwargs: Any) -> Any:
-            sent, request, started = read_request(kwargs)
-            return manager(sdk_stream(*args, **sent), opts, request, started, "chat.completions.stream()")
-
-        return like(sdk_stream, stream)
-
-    @property
-    def with_raw_response(self) -> Any:
-        return _RawCompletions(self._target.with_raw_response, self._opts)
-
-    @property
-    def with_streaming_response(self) -> Any:
-        return _StreamingCompletions(self._target.with_streaming_response, self._opts)
-
-
 class _RawCompletions(Proxy):
     """``chat.completions.with_raw_response``: a streamed ``create`` gives the SDK's raw response,
     whose ``parse()`` is a stitched stream."""
@@ -284,22 +248,36 @@ class _StreamingCompletions(Proxy):
         return creator(self._target.create, False, managed)  # the SDK returns the manager unawaited
 
 
-class _Chat(Proxy):
-    """``chat`` (and ``beta.chat``)."""
+class _Completions(Proxy):
+    """``chat.completions`` (and ``beta.chat.completions``): ``create(stream=True)`` returns a
+    stitched stream, ``stream(...)`` the SDK's helper over one; the rest is the SDK's."""
 
     __slots__ = ()
 
     @property
-    def completions(self) -> Any:
-        return _Completions(self._target.completions, self._opts)
+    def create(self) -> Any:
+        opts = self._opts
+
+        def stitched(result: Any, request: dict[str, Any], started: float) -> Any:
+            return opts.stitched(result, request, started, "chat.completions.create(stream=True)")
+
+        return creator(self._target.create, opts.is_async, stitched)
 
     @property
-    def with_raw_response(self) -> Any:
-        return _RawChat(self._target.with_raw_response, self._opts)
+    def stream(self) -> Any:
+        sdk_stream = self._target.stream
+        opts = self._opts
+        manager = AsyncHelperManager if opts.is_async else HelperManager
 
-    @property
-    def with_streaming_response(self) -> Any:
-        return _StreamingChat(self._target.with_streaming_response, self._opts)
+        def stream(*args: Any, **kwargs: Any) -> Any:
+            sent, request, started = read_request(kwargs)
+            return manager(sdk_stream(*args, **sent), opts, request, started, "chat.completions.stream()")
+
+        return like(sdk_stream, stream)
+
+    with_raw_response = Wrapped(_RawCompletions)
+
+    with_streaming_response = Wrapped(_StreamingCompletions)
 
 
 class _RawChat(Proxy):
@@ -307,9 +285,7 @@ class _RawChat(Proxy):
 
     __slots__ = ()
 
-    @property
-    def completions(self) -> Any:
-        return _RawCompletions(self._target.completions, self._opts)
+    completions = Wrapped(_RawCompletions)
 
 
 class _StreamingChat(Proxy):
@@ -317,9 +293,19 @@ class _StreamingChat(Proxy):
 
     __slots__ = ()
 
-    @property
-    def completions(self) -> Any:
-        return _StreamingCompletions(self._target.completions, self._opts)
+    completions = Wrapped(_StreamingCompletions)
+
+
+class _Chat(Proxy):
+    """``chat`` (and ``beta.chat``)."""
+
+    __slots__ = ()
+
+    completions = Wrapped(_Completions)
+
+    with_raw_response = Wrapped(_RawChat)
+
+    with_streaming_response = Wrapped(_StreamingChat)
 
 
 class _Beta(Proxy):
@@ -327,9 +313,7 @@ class _Beta(Proxy):
 
     __slots__ = ()
 
-    @property
-    def chat(self) -> Any:
-        return _Chat(self._target.chat, self._opts)
+    chat = Wrapped(_Chat)
 
 
 class _RawClient(Proxy):
@@ -337,9 +321,7 @@ class _RawClient(Proxy):
 
     __slots__ = ()
 
-    @property
-    def chat(self) -> Any:
-        return _RawChat(self._target.chat, self._opts)
+    chat = Wrapped(_RawChat)
 
     @property
     def responses(self) -> Any:
@@ -351,9 +333,7 @@ class _StreamingClient(Proxy):
 
     __slots__ = ()
 
-    @property
-    def chat(self) -> Any:
-        return _StreamingChat(self._target.chat, self._opts)
+    chat = Wrapped(_StreamingChat)
 
     @property
     def responses(self) -> Any:
@@ -386,13 +366,9 @@ class WrappedClient(Proxy):
             return object.__getattribute__(self, name)
         return getattr(object.__getattribute__(self, "_target"), name)
 
-    @property
-    def chat(self) -> Any:
-        return _Chat(self._target.chat, self._opts)
+    chat = Wrapped(_Chat)
 
-    @property
-    def beta(self) -> Any:
-        return _Beta(self._target.beta, self._opts)
+    beta = Wrapped(_Beta)
 
     @property
     def responses(self) -> Any:
@@ -411,13 +387,9 @@ class WrappedClient(Proxy):
         finish of a choice holding a call that is not ready (``ts.run`` then dispatches nothing early)."""
         return bool(self._opts.guard)
 
-    @property
-    def with_raw_response(self) -> Any:
-        return _RawClient(self._target.with_raw_response, self._opts)
+    with_raw_response = Wrapped(_RawClient)
 
-    @property
-    def with_streaming_response(self) -> Any:
-        return _StreamingClient(self._target.with_streaming_response, self._opts)
+    with_streaming_response = Wrapped(_StreamingClient)
 
     @property
     def post(self) -> Any:
