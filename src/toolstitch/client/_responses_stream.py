@@ -414,7 +414,6 @@ class Responses(Proxy):
         return like(sdk_stream, stream)
 
     with_raw_response = Wrapped(_RawResponses)
-
     with_streaming_response = Wrapped(_StreamingResponses)
 
 

@@ -276,7 +276,6 @@ class _Completions(Proxy):
         return like(sdk_stream, stream)
 
     with_raw_response = Wrapped(_RawCompletions)
-
     with_streaming_response = Wrapped(_StreamingCompletions)
 
 
@@ -302,9 +301,7 @@ class _Chat(Proxy):
     __slots__ = ()
 
     completions = Wrapped(_Completions)
-
     with_raw_response = Wrapped(_RawChat)
-
     with_streaming_response = Wrapped(_StreamingChat)
 
 
@@ -367,7 +364,6 @@ class WrappedClient(Proxy):
         return getattr(object.__getattribute__(self, "_target"), name)
 
     chat = Wrapped(_Chat)
-
     beta = Wrapped(_Beta)
 
     @property
@@ -388,7 +384,6 @@ class WrappedClient(Proxy):
         return bool(self._opts.guard)
 
     with_raw_response = Wrapped(_RawClient)
-
     with_streaming_response = Wrapped(_StreamingClient)
 
     @property

@@ -45,22 +45,7 @@ from ._accumulator import Accumulator
 from ._anomaly import Anomaly, AnomalyCode
 from ._call import CallMetrics, CallStatus, ToolCall
 from ._clock import CLOCK_ANCHOR, now, timings_dict, wall_clock
-from ._events import (
-    AnomalyRecorded,
-    ArgumentsComplete,
-    ArgumentsDelta,
-    ArgumentsMalformed,
-    ChoiceFinished,
-    ContentDelta,
-    Event,
-    ReasoningDelta,
-    RefusalDelta,
-    StreamEnded,
-    ToolCallIncomplete,
-    ToolCallInvalid,
-    ToolCallReady,
-    ToolCallStarted,
-)
+from ._events import *  # noqa: F403 - the stream events, listed in _events.__all__
 from ._json_form import JSONForm, json_form, model_fields
 from ._limits import Limits
 from ._responses import ResponseAccumulator, chat_tool_choice, chat_tools
