@@ -2,13 +2,15 @@
 
 They live here, not in one of those modules, so that none of the three has to import another's
 internals: reading input the way the SDK sends it (:func:`to_plain`), the ``tool_calls`` of a
-message, the ``_MISSING`` sentinel, and the shape of a tool message (``_tool_dict``), which both
-:func:`~toolstitch.history.tool_message` and repair's inserted results must agree on.
+message, the ``_MISSING`` sentinel, the shape of a tool message (``_tool_dict``), which both
+:func:`~toolstitch.history.tool_message` and repair's inserted results must agree on, and the record
+both repairs keep of each message or item (:class:`Repairing`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Final
 
@@ -17,6 +19,19 @@ import pydantic
 from ._dialects import Dialect
 
 Message = dict[str, Any]
+
+
+@dataclass
+class Repairing:
+    """A message or input item being repaired: its copy (``value``), where it came from (``src``;
+    None for one repair inserted), where it went (``out``) and whether it was dropped. Chat repair
+    (``_repair.py``) uses it as it is; Responses repair (``_repair_input.py``) adds what it moves
+    around an item."""
+
+    value: Any
+    src: int | None
+    out: int | None = None
+    dropped: bool = False
 
 
 class _Missing(Enum):

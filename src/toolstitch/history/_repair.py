@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, overload
 
-from ._common import _MISSING, Message, _plain, _tool_calls, _tool_dict
+from ._common import _MISSING, Message, Repairing, _plain, _tool_calls, _tool_dict
 from ._dialects import Dialect, get_dialect
 from ._repair_input import repair_input
 from ._repair_report import NOT_EXECUTED, Action, RepairChange, RepairReport
@@ -22,22 +22,12 @@ from ._validate import validate_history
 
 
 @dataclass
-class _Item:
-    """A message being repaired: its copy, where it came from, and what happened to it."""
-
-    msg: Any
-    src: int | None
-    out: int | None = None
-    dropped: bool = False
-
-
-@dataclass
 class _Slot:
     """One declared call and the tool message assigned to answer it."""
 
-    owner: _Item
+    owner: Repairing
     call: dict[str, Any]
-    result: _Item | None = None
+    result: Repairing | None = None
 
 
 class _Repair:
@@ -45,16 +35,16 @@ class _Repair:
         self.d = d
         # _plain copies (a deep copy as far as anything here could change), so no deepcopy: that
         # would recurse, and fail on a provider field nested deeper than the recursion limit.
-        self.items = [_Item(_plain(m), i) for i, m in enumerate(messages)]
-        self.log: list[tuple[Action, str, _Item, str]] = []
+        self.items = [Repairing(_plain(m), i) for i, m in enumerate(messages)]
+        self.log: list[tuple[Action, str, Repairing, str]] = []
         self.slots: dict[int, list[_Slot]] = {}  # id(owner item) -> its slots
 
-    def note(self, action: Action, rule: str, item: _Item, detail: str) -> None:
+    def note(self, action: Action, rule: str, item: Repairing, detail: str) -> None:
         self.log.append((action, rule, item, detail))
 
     def run(self) -> tuple[list[Message], RepairReport]:
         for item in self.items:
-            if isinstance(item.msg, dict):
+            if isinstance(item.value, dict):
                 self.fix_message(item)
         self.echo_reasoning()
         self.assign()
@@ -67,8 +57,8 @@ class _Repair:
 
     # -- one message ------------------------------------------------------------------------
 
-    def fix_message(self, item: _Item) -> None:
-        m: dict[str, Any] = item.msg
+    def fix_message(self, item: Repairing) -> None:
+        m: dict[str, Any] = item.value
         role = m.get("role")
         d = self.d
         if d.strict_keys is not None and isinstance(role, str):
@@ -119,7 +109,7 @@ class _Repair:
                 self.note("fixed", "H08", item, "content null -> '' (the message has a refusal)")
 
     def drop_keys(
-        self, item: _Item, data: dict[str, Any], allowed: frozenset[str] | None, where: str
+        self, item: Repairing, data: dict[str, Any], allowed: frozenset[str] | None, where: str
     ) -> None:
         if allowed is None:
             return
@@ -133,12 +123,12 @@ class _Repair:
     def echo_reasoning(self) -> None:
         """DeepSeek thinking mode: every tool-call turn must carry ``reasoning_content`` (H62).
         A turn that lost it gets ``""``, which DeepSeek accepts for a turn without reasoning."""
-        live = [i for i in self.items if isinstance(i.msg, dict) and not i.dropped]
-        if self.d.name != "deepseek" or not any(i.msg.get("reasoning_content") is not None for i in live):
+        live = [i for i in self.items if isinstance(i.value, dict) and not i.dropped]
+        if self.d.name != "deepseek" or not any(i.value.get("reasoning_content") is not None for i in live):
             return
         for item in live:
-            if _tool_calls(item.msg) and item.msg.get("reasoning_content") is None:
-                item.msg["reasoning_content"] = ""
+            if _tool_calls(item.value) and item.value.get("reasoning_content") is None:
+                item.value["reasoning_content"] = ""
                 self.note("fixed", "H62", item, "added reasoning_content ''")
 
     # -- pairing ----------------------------------------------------------------------------
@@ -152,9 +142,9 @@ class _Repair:
         """
         latest: dict[str, list[_Slot]] = {}  # id -> its slots, latest declared last
         own: dict[tuple[str, int], deque[_Slot]] = {}  # (id, owner item) -> slots, declared order
-        current: _Item | None = None  # the assistant whose contiguous tool run we are in
+        current: Repairing | None = None  # the assistant whose contiguous tool run we are in
         for item in self.items:
-            m = item.msg
+            m = item.value
             if item.dropped:
                 continue
             if not (isinstance(m, dict) and m.get("role") == "tool"):
@@ -186,7 +176,7 @@ class _Repair:
             else:
                 self.drop(item, "H01", f"a result for {call_id!r}, which no earlier call declared")
 
-    def drop(self, item: _Item, rule: str, detail: str) -> None:
+    def drop(self, item: Repairing, rule: str, detail: str) -> None:
         item.dropped = True
         self.note("dropped", rule, item, detail)
 
@@ -210,13 +200,13 @@ class _Repair:
                     continue
                 slot.call["id"] = new
                 if slot.result is not None:
-                    slot.result.msg["tool_call_id"] = new
+                    slot.result.value["tool_call_id"] = new
                 self.note("rewrote_id", rule, item, f"tool call id {old!r} -> {new!r}")
 
     def rebuild(self) -> list[Message]:
         out: list[Any] = []
         for item in self.items:
-            m = item.msg
+            m = item.value
             if item.dropped or (isinstance(m, dict) and m.get("role") == "tool"):
                 continue
             item.out = len(out)
@@ -227,11 +217,11 @@ class _Repair:
                 self.note("reordered", "H05", item, "tool results put in declared order")
             for slot in slots:
                 if slot.result is None:
-                    slot.result = _Item(self.not_executed(slot.call), None)
+                    slot.result = Repairing(self.not_executed(slot.call), None)
                     call_id = slot.call.get("id")
                     self.note("inserted", "H03", slot.result, f"'not executed' result for {call_id!r}")
                 slot.result.out = len(out)
-                out.append(slot.result.msg)
+                out.append(slot.result.value)
         return out
 
     def not_executed(self, call: Mapping[str, Any]) -> Message:

@@ -36,7 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._common import _plain
+from ._common import Repairing, _plain
 from ._repair_report import NOT_EXECUTED, Action, RepairChange, RepairReport
 from ._responses import _CALLS, _OUTPUTS
 from ._validate_input import _kind, _previous_items, _required_reasoning, validate_input
@@ -47,13 +47,9 @@ _RUN = frozenset({*_CALLS, *_OUTPUTS})
 
 
 @dataclass
-class _Entry:
-    """An input item being repaired: its copy, where it came from, and what happened to it."""
+class _Entry(Repairing):
+    """An input item being repaired (``Repairing``), and what repair put after or before it."""
 
-    item: Any
-    src: int | None
-    out: int | None = None
-    dropped: bool = False
     after: list[_Entry] = field(default_factory=list)  # outputs moved or inserted after this one
     before: list[_Entry] = field(default_factory=list)  # the reasoning put back before this call
 
@@ -101,7 +97,7 @@ class _RepairInput:
         reasoning: dict[str, Any] = {}  # id -> the first reasoning item with that id
         last: _Entry | None = None  # the last reasoning item of the current run of calls
         for entry in self.entries:
-            item = entry.item
+            item = entry.value
             kind = _kind(item)
             if kind == "reasoning":
                 last = entry
@@ -119,17 +115,17 @@ class _RepairInput:
                 continue
             text = _CALLS[kind]
             if (kind, item.get("name"), item.get(text)) != (
-                _kind(kept.item),
-                kept.item.get("name"),
-                kept.item.get(text),
+                _kind(kept.value),
+                kept.value.get("name"),
+                kept.value.get(text),
             ):
                 continue  # two different calls under one id: not ours to choose (R04 remains)
             what = "custom tool call" if kind == "custom_tool_call" else "function call"
             self.drop(entry, "R04", f"a repeat of {what} {call_id!r} (item {kept.src})")
-            rid = None if last is None else last.item.get("id")
+            rid = None if last is None else last.value.get("id")
             if last is not None and not last.dropped and isinstance(rid, str):
                 original = reasoning.get(rid)
-                if original is not last.item and original == last.item:
+                if original is not last.value and original == last.value:
                     self.drop(last, "R04", f"a repeat of reasoning item {rid!r}, beside a repeated call")
         return first
 
@@ -145,7 +141,7 @@ class _RepairInput:
         answered: set[str] = set()
         seen_calls: dict[str, str] = {}  # call id -> its item type
         for entry in self.entries:
-            item = entry.item
+            item = entry.value
             kind = _kind(item)
             if entry.dropped:
                 continue
@@ -157,7 +153,7 @@ class _RepairInput:
             call_id = _call_id(item)
             made = None if call_id is None else seen_calls.get(call_id) or previous.get(call_id)
             if made is None and call_id in calls:
-                made = _kind(calls[call_id].item)
+                made = _kind(calls[call_id].value)
             if call_id is None:
                 self.drop(entry, "R05", f"a {kind} without call_id answers no call")
             elif made is not None and made != _OUTPUTS[kind]:
@@ -186,7 +182,7 @@ class _RepairInput:
         for call_id, entry in calls.items():
             if call_id not in answered:
                 answered.add(call_id)
-                made = _kind(entry.item)
+                made = _kind(entry.value)
                 self.pending.append((entry, self.not_executed(call_id, made, f"(item {entry.src})")))
 
     def reasoning(self) -> None:
@@ -200,7 +196,7 @@ class _RepairInput:
         by_id = {i.get("id"): i for i in earlier if i.get("type") == "reasoning"}
         seen: set[Any] = set()
         for entry in self.entries:
-            item = entry.item
+            item = entry.value
             kind = _kind(item)
             if entry.dropped:
                 continue
@@ -235,7 +231,7 @@ class _RepairInput:
         end: dict[int, _Entry] = {}  # id(entry) -> the last kept entry of its run
         run: list[_Entry] = []
         for entry in [*self.entries, None]:
-            if entry is not None and _kind(entry.item) in _RUN:
+            if entry is not None and _kind(entry.value) in _RUN:
                 run.append(entry)
                 continue
             kept = [e for e in run if not e.dropped]
@@ -250,7 +246,7 @@ class _RepairInput:
 
         def put(entry: _Entry) -> None:
             entry.out = len(out)
-            out.append(entry.item)
+            out.append(entry.value)
 
         for entry in self.head:
             put(entry)
