@@ -148,8 +148,9 @@ def test_public_submodules_hold_the_rest() -> None:
 @pytest.mark.parametrize("name", sorted(ts._MOVED))
 def test_moved_names_resolve_with_a_deprecation_warning(name: str) -> None:
     home = ts._MOVED[name]
-    with pytest.warns(DeprecationWarning, match=home.replace(".", r"\.")):
+    with pytest.warns(DeprecationWarning, match=home.replace(".", r"\.")) as caught:
         value = getattr(ts, name)
+    assert [w.filename for w in caught] == [__file__]  # the warning points at the caller's line
     module = sys.modules[home]
     assert value is getattr(module, name)
 
