@@ -18,7 +18,7 @@ The subset is chosen so that every JSON Schema draft ``jsonschema`` knows agrees
   ``$comment``) are ignored; any other keyword (``enum``, ``format``, ``$ref``, ``anyOf``,
   ``minimum``, ...) means no predicate at all.
 
-``tests/core/test_schema_quick.py`` holds the promise with hypothesis: for generated schemas in and
+``tests/text/test_schema_quick.py`` holds the promise with hypothesis: for generated schemas in and
 around the subset and generated values, a yes from the predicate is always a yes from
 ``jsonschema``.
 """
