@@ -39,7 +39,7 @@ from typing import Any
 from ._common import Repairing, _plain
 from ._repair_report import NOT_EXECUTED, Action, RepairChange, RepairReport
 from ._responses import _CALLS, _OUTPUTS
-from ._validate_input import _kind, _previous_items, _required_reasoning, validate_input
+from ._validate_input import _item_id, _kind, _previous_items, _required_reasoning, validate_input
 
 __all__ = ["repair_input"]
 
@@ -193,7 +193,7 @@ class _RepairInput:
         required = _required_reasoning(earlier)
         if not required:
             return
-        by_id = {i.get("id"): i for i in earlier if i.get("type") == "reasoning"}
+        by_id = {_item_id(i): i for i in earlier if i.get("type") == "reasoning"}
         seen: set[Any] = set()
         for entry in self.entries:
             item = entry.value
@@ -201,10 +201,11 @@ class _RepairInput:
             if entry.dropped:
                 continue
             if kind == "reasoning":
-                seen.add(item.get("id"))
+                seen.add(_item_id(item))
             if kind not in _CALLS:
                 continue
-            needed = required.get(item.get("id"))
+            item_id = _item_id(item)
+            needed = None if item_id is None else required.get(item_id)
             if needed is None or needed in seen or needed not in by_id:
                 continue
             seen.add(needed)
@@ -217,7 +218,7 @@ class _RepairInput:
                 f"reasoning item {needed!r} of the previous response, before its call",
             )
 
-    def not_executed(self, call_id: str, made: str, where: str) -> _Entry:
+    def not_executed(self, call_id: str, made: str | None, where: str) -> _Entry:
         kind = "custom_tool_call_output" if made == "custom_tool_call" else "function_call_output"
         item = {"type": kind, "call_id": call_id, "output": NOT_EXECUTED}
         entry = _Entry(item, None)

@@ -107,12 +107,23 @@ _CALLER_ITEMS = frozenset(
 )
 
 
-def _kind(item: Any) -> Any:
+_NOT_A_STRING = "(not a string)"
+"""The kind of an item whose ``type`` is a list, an object or a number: no type the server knows
+(R05), and, unlike the value itself, one that can be looked up in the tables of kinds."""
+
+
+def _kind(item: Any) -> str | None:
     """An item's type; a message may leave it out (``{"role": "user", ...}``)."""
     kind = item.get("type") if isinstance(item, Mapping) else None
     if kind is None and isinstance(item, Mapping) and "role" in item:
         return "message"
-    return kind
+    return kind if kind is None or isinstance(kind, str) else _NOT_A_STRING
+
+
+def _item_id(item: Any) -> str | None:
+    """An item's ``id`` when it is a string (one that is not matches no item: R08 pairs by id)."""
+    item_id = item.get("id") if isinstance(item, Mapping) else None
+    return item_id if isinstance(item_id, str) else None
 
 
 def _filled(value: Any) -> TypeGuard[str]:
@@ -163,7 +174,8 @@ class _InputChecker:
             return
         kind = _kind(item)
         if kind not in _ITEM_TYPES:
-            what = f"input item {index} has type {kind!r}, which the server does not know"
+            known = "a type that is not a string" if kind is _NOT_A_STRING else f"type {kind!r}"
+            what = f"input item {index} has {known}, which the server does not know"
             self.add(index, "R05", what, param=f"input[{index}].type")
             return
         self.turn(kind, item)
@@ -178,7 +190,7 @@ class _InputChecker:
         """Follow the turns: a reasoning item is seen (R08) and reasons for its turn (R09) until the
         caller's next item (an output, a reference, a message that is not the assistant's)."""
         if kind == "reasoning":
-            self.reasoning_seen.add(item.get("id"))
+            self.reasoning_seen.add(_item_id(item))
             self.turn_reasoned = True
         elif kind in _CALLER_ITEMS or (kind == "message" and item.get("role") != "assistant"):
             self.turn_reasoned = False
