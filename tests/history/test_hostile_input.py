@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from toolstitch.history import HistoryProblem, repair_history, validate_input
@@ -45,6 +45,7 @@ INPUTS = st.lists(items(), min_size=1, max_size=5)
 PREVIOUS = st.none() | st.lists(items(), max_size=3)
 
 
+@settings(max_examples=500)
 @given(input_items=INPUTS, previous=PREVIOUS)
 def test_validate_input_and_its_repair_never_raise(input_items: list[Any], previous: Any) -> None:
     problems = validate_input(input_items, previous=previous)
@@ -63,3 +64,23 @@ def test_a_type_or_an_id_that_cannot_be_looked_up_is_a_problem() -> None:
     assert "R08" in rules  # an id that is no string is no reasoning item the call can be paired with
     fixed, report = repair_history(sent_back, api="responses", previous=previous)
     assert [p.rule for p in report.remaining] == [p.rule for p in validate_input(fixed, previous=previous)]
+
+
+def test_a_previous_response_with_such_items_is_read_without_them() -> None:
+    previous = [{"type": ["function_call"], "call_id": "c1"}, {"type": "reasoning", "id": ["rs_1"]}]
+    (problem,) = validate_input([WELL_FORMED[3]], previous=previous)
+    assert problem.rule == "R01"  # no call of the previous response made c1: its output answers none
+    fixed, report = repair_history([WELL_FORMED[3]], api="responses", previous=previous)
+    assert fixed == [] and [c.rule for c in report.changes] == ["R01"]
+
+
+def test_problems_quote_a_long_or_nested_id_cut_short() -> None:
+    long_id = "c" * 100_000
+    (problem,) = validate_input([{"type": "function_call_output", "call_id": long_id, "output": "x"}])
+    assert problem.rule == "R01" and len(problem.message) < 400
+    assert problem.server_error is not None and len(problem.server_error) < 400
+    nested: Any = []
+    for _ in range(150):
+        nested = [nested, "rs" * 50]
+    (problem,) = validate_input([{"type": "reasoning", "id": nested, "summary": []}])
+    assert problem.rule == "R07" and len(problem.message) < 600

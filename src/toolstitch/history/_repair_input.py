@@ -38,7 +38,7 @@ from typing import Any
 
 from ._common import Repairing, _plain
 from ._repair_report import NOT_EXECUTED, Action, RepairChange, RepairReport
-from ._responses import _CALLS, _OUTPUTS
+from ._responses import _CALLS, _OUTPUTS, _is_call
 from ._validate_input import _item_id, _kind, _previous_items, _required_reasoning, validate_input
 
 __all__ = ["repair_input"]
@@ -135,7 +135,7 @@ class _RepairInput:
         previous = {
             i["call_id"]: i["type"]
             for i in _previous_items(self.previous)
-            if i.get("type") in _CALLS and isinstance(i.get("call_id"), str)
+            if _is_call(i.get("type")) and isinstance(i.get("call_id"), str)
         }
         cannot_judge = self.previous is None and self.previous_response_id is not None
         answered: set[str] = set()

@@ -49,6 +49,12 @@ _OUTPUTS = {"function_call_output": "function_call", "custom_tool_call_output": 
 """The item types that answer calls, and the call type each answers."""
 
 
+def _is_call(kind: Any) -> bool:
+    """``kind`` (an item's ``type``) names a call item. A type that is a list or an object, which a
+    hostile history may hold, names none (and could not be looked up in ``_CALLS``)."""
+    return isinstance(kind, str) and kind in _CALLS
+
+
 def _response_of(source: Any) -> Any:
     """The response inside a stitched Responses stream (``get_final_response()``), or ``source``."""
     final = getattr(source, "get_final_response", None)
@@ -114,7 +120,7 @@ def _reasoning_with_calls(items: list[Item]) -> set[int]:
         kind = item.get("type")
         if kind == "reasoning":
             last = k
-        elif kind in _CALLS and last is not None:
+        elif _is_call(kind) and last is not None:
             kept.add(last)
     return kept
 
@@ -156,7 +162,7 @@ def _facts(call: Any) -> tuple[Any, str | None, str | None, BaseException | None
     """``(call_id, name, status, error)`` of a ToolCall, a call item, or a dict."""
     if isinstance(call, pydantic.BaseModel | Mapping):
         data = _plain(call)
-        if isinstance(data, Mapping) and ("call_id" in data or data.get("type") in _CALLS):
+        if isinstance(data, Mapping) and ("call_id" in data or _is_call(data.get("type"))):
             name = data.get("name")
             return data.get("call_id"), name if isinstance(name, str) else None, None, None
     return _call_facts(call)

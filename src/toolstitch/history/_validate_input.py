@@ -15,8 +15,8 @@ from typing import Any, TypeGuard, cast
 
 from ._common import _plain
 from ._dialects import Dialect, get_dialect
-from ._responses import _CALLS, _OUTPUTS, Item, response_items
-from ._validate import HistoryProblem, _is_json_object
+from ._responses import _CALLS, _OUTPUTS, Item, _is_call, response_items
+from ._validate import HistoryProblem, _clip, _is_json_object, _quote
 
 __all__ = ["validate_input"]
 
@@ -86,7 +86,7 @@ def _required_reasoning(items: list[Item]) -> dict[str, str]:
         kind, item_id = item.get("type"), item.get("id")
         if kind == "reasoning":
             last = item_id if isinstance(item_id, str) else None
-        elif kind in _CALLS and isinstance(item_id, str) and last is not None:
+        elif _is_call(kind) and isinstance(item_id, str) and last is not None:
             required[item_id] = last
     return required
 
@@ -126,6 +126,12 @@ def _item_id(item: Any) -> str | None:
     return item_id if isinstance(item_id, str) else None
 
 
+def _said(value: Any) -> str:
+    """A value as the server's message quotes it, cut as every problem cuts what it quotes (an id
+    may be a megabyte long, or a list: the message stays short)."""
+    return _clip(str(value), 80)
+
+
 def _filled(value: Any) -> TypeGuard[str]:
     """A non-empty string: what a ``call_id`` or a ``name`` must be."""
     return isinstance(value, str) and bool(value)
@@ -149,7 +155,7 @@ class _InputChecker:
         self.made_kind: dict[str, str] = {}
         for call in earlier:
             call_id = call.get("call_id")
-            if call.get("type") in _CALLS and isinstance(call_id, str):
+            if _is_call(call.get("type")) and isinstance(call_id, str):
                 self.made.setdefault(call_id, -1)
                 self.made_kind.setdefault(call_id, call["type"])
         self.required = _required_reasoning(earlier)
@@ -174,7 +180,7 @@ class _InputChecker:
             return
         kind = _kind(item)
         if kind not in _ITEM_TYPES:
-            known = "a type that is not a string" if kind is _NOT_A_STRING else f"type {kind!r}"
+            known = "a type that is not a string" if kind is _NOT_A_STRING else f"type {_quote(kind)}"
             what = f"input item {index} has {known}, which the server does not know"
             self.add(index, "R05", what, param=f"input[{index}].type")
             return
@@ -211,8 +217,8 @@ class _InputChecker:
         item_id = item.get("id")
         needed = self.required.get(item_id) if isinstance(item_id, str) else None
         if needed is not None and needed not in self.reasoning_seen:
-            text = _R08.format(id=item_id, reasoning=needed)
-            what = f"{kind} item {index} is sent back without its reasoning item {needed!r}"
+            text = _R08.format(id=_said(item_id), reasoning=_said(needed))
+            what = f"{kind} item {index} is sent back without its reasoning item {_quote(needed)}"
             self.add(index, "R08", what, text=text, param="input")
 
     def reasoned_turn(self, index: int, kind: str) -> None:
@@ -242,7 +248,7 @@ class _InputChecker:
         if self.made.get(call_id) == -1:
             self.made[call_id] = index  # the previous response's call, sent back: its own item now
         elif call_id in self.made:
-            what = f"{kind} item {index} repeats call_id {call_id!r} of item {self.made[call_id]}"
+            what = f"{kind} item {index} repeats call_id {_quote(call_id)} of item {self.made[call_id]}"
             self.add(index, "R04", what, param=f"input[{index}].call_id")
             return False
         else:
@@ -277,7 +283,8 @@ class _InputChecker:
             what = f"{kind} item {index} has no output text"
             self.add(index, "R05", what, text=text, param=f"input[{index}].output")
         if call_id in self.answered:
-            what = f"{kind} item {index} answers call {call_id!r} again (item {self.answered[call_id]} did)"
+            first = self.answered[call_id]
+            what = f"{kind} item {index} answers call {_quote(call_id)} again (item {first} did)"
             self.add(index, "R03", what, param=f"input[{index}].call_id")
         elif self.answers_a_call(index, kind, call_id):
             self.answered[call_id] = index
@@ -287,14 +294,14 @@ class _InputChecker:
         own type (the server pairs a call with an output of the call's type only). With only
         ``previous_response_id``, a call this input does not hold cannot be judged. True when the
         output answers its call."""
-        text = (_R01 if kind == "function_call_output" else _R01_CUSTOM).format(id=call_id)
+        text = (_R01 if kind == "function_call_output" else _R01_CUSTOM).format(id=_said(call_id))
         if call_id not in self.made and not self.unknown_previous:
             self.add(
                 index, "R01", f"{kind} item {index} answers no call made before it", text=text, param="input"
             )
             return False
         if call_id in self.made_kind and self.made_kind[call_id] != _OUTPUTS[kind]:
-            what = f"{kind} item {index} answers call {call_id!r}, a {self.made_kind[call_id]}"
+            what = f"{kind} item {index} answers call {_quote(call_id)}, a {self.made_kind[call_id]}"
             self.add(index, "R01", what, text=text, param="input")
             return False
         return True
@@ -304,7 +311,7 @@ class _InputChecker:
         alone, when a history drops the call beside it, OpenAI refuses it."""
         following = self.items[index + 1] if index + 1 < len(self.items) else None
         if _kind(following) not in _PRODUCED:
-            text = _R07.format(id=item.get("id"))
+            text = _R07.format(id=_said(item.get("id")))
             what = f"reasoning item {index} is not followed by the item it produced"
             self.add(index, "R07", what, text=text, param="input")
 
@@ -317,10 +324,10 @@ class _InputChecker:
             if call_id in self.answered:
                 continue
             custom = self.made_kind.get(call_id) == "custom_tool_call"
-            text = (_R02_CUSTOM if custom else _R02).format(id=call_id)
+            text = (_R02_CUSTOM if custom else _R02).format(id=_said(call_id))
             where = f" (item {index})" if index >= 0 else " of the previous response"
             answer = "custom_tool_call_output" if custom else "function_call_output"
-            what = f"function call {call_id!r}{where} has no {answer}"
+            what = f"function call {_quote(call_id)}{where} has no {answer}"
             self.add(index if index >= 0 else None, "R02", what, text=text, param="input")
 
 
