@@ -662,3 +662,33 @@ def test_the_responses_accumulator_is_a_sibling_not_a_chat_accumulator() -> None
 
     assert not isinstance(acc, Accumulator)
     assert not hasattr(acc, "get_final_completion")
+
+
+ODD_TYPES = [["function_call"], {"type": "function_call"}, 1, "\ud800", "x" * 100_000]
+
+
+@pytest.mark.parametrize("item_type", ODD_TYPES)
+@pytest.mark.parametrize("event", ["response.output_item.added", "response.output_item.done"])
+def test_an_item_whose_type_is_no_call_type_is_no_call(item_type: Any, event: str) -> None:
+    # A list or an object there once raised inside the reader (an ``internal_error``): it names no
+    # call item, as an unknown string does, and the call beside it is read as ever.
+    acc = ResponseAccumulator()
+    odd = {"type": item_type, "id": "x_1", "call_id": "c0", "name": "f", "arguments": "{}"}
+    call = {"type": "function_call", "id": "fc_1", "call_id": "c1", "name": "f", "arguments": "{}"}
+    acc.feed({"type": event, "output_index": 0, "item": odd})
+    acc.feed({"type": "response.output_item.done", "output_index": 1, "item": call})
+    response = {
+        "id": "r",
+        "object": "response",
+        "created_at": 0,
+        "model": "m",
+        "output": [odd, call],
+        "status": "completed",
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+    }
+    acc.feed({"type": "response.completed", "response": response})
+    acc.end()
+    assert [(c.id, c.status) for c in acc.tool_calls] == [("c1", "ready")]
+    assert "internal_error" not in {a.code for a in acc.anomalies}

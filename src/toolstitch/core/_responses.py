@@ -108,6 +108,14 @@ _CALL_ITEMS = {"function_call": "arguments", "custom_tool_call": "input"}
 """The item types that are calls, and the field that holds each one's text: a function's
 ``arguments`` (JSON), a custom tool's ``input`` (free text, checked against the tool's format)."""
 _CALL_TYPES = {"function_call": "function", "custom_tool_call": "custom"}
+
+
+def _call_kind(kind: Any) -> str | None:
+    """``kind`` (an item's ``type``) when it names a call item, else None: a list or an object
+    there, from a hostile server, names none (and could not be looked up in ``_CALL_ITEMS``)."""
+    return kind if isinstance(kind, str) and kind in _CALL_ITEMS else None
+
+
 """The ``ToolCall.type`` of each kind of call item."""
 _DELTA_EVENTS = {
     "response.function_call_arguments.delta": "function_call",
@@ -338,7 +346,8 @@ class ResponseAccumulator(CallStore):
         response again, so the guard hears of it when a call is not ready (bounded)."""
         read = read_object(chunk, _EVENT_KEYS)
         kind = read[0].get("type") if read is not None else None
-        if kind in _TERMINAL and len(self.finished) < 64 and any(c.status != "ready" for c in self.calls()):
+        terminal = isinstance(kind, str) and kind in _TERMINAL
+        if terminal and len(self.finished) < 64 and any(c.status != "ready" for c in self.calls()):
             self.finished.append(0)
 
     def read_response(self, response: Any) -> Sequence[Event]:
@@ -514,8 +523,7 @@ class ResponseAccumulator(CallStore):
         )
         if call is None:
             return None
-        kind = ifields.get("type")
-        kind = kind if kind in _CALL_ITEMS else "function_call"
+        kind = _call_kind(ifields.get("type")) or "function_call"
         item = _Item(iid, index, call, kind)
         self._by_call[id(call)] = item
         self._touched = call
@@ -587,9 +595,10 @@ class ResponseAccumulator(CallStore):
             )
             return
         ifields = read[0]
-        text_key = _CALL_ITEMS.get(ifields.get("type"))  # type: ignore[arg-type]
-        if text_key is None:
+        item_kind = _call_kind(ifields.get("type"))
+        if item_kind is None:
             return
+        text_key = _CALL_ITEMS[item_kind]
         notes: list[Anomaly] = []
         iid = ifields.get("id")
         if type(iid) is str and iid in self._items:
@@ -824,8 +833,8 @@ class ResponseAccumulator(CallStore):
             return
         ifields = read[0]
         output_index = fields.get("output_index")
-        item_type = ifields.get("type")
-        if item_type not in _CALL_ITEMS:
+        item_type = _call_kind(ifields.get("type"))
+        if item_type is None:
             return
         iid = ifields.get("id")
         call_id = ifields.get("call_id")
@@ -1047,7 +1056,7 @@ class ResponseAccumulator(CallStore):
         by_call_id: dict[str, list[ToolCall]] = {}
         for position, entry in enumerate(output):
             read = read_object(entry, _ITEM_KEYS)
-            if read is None or read[0].get("type") not in _CALL_ITEMS:
+            if read is None or _call_kind(read[0].get("type")) is None:
                 continue
             ifields = read[0]
             iid = ifields.get("id")
